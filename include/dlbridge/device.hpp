@@ -1,0 +1,131 @@
+// Devices: every DLPack 1.3 device type with its kDL name and a short name
+// for "type:id" strings. Unknown numbers are values to report, never UB: the
+// enum has a fixed underlying type, so any int32 is representable.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "abi.hpp"
+#include "error.hpp"
+
+namespace dlbridge {
+
+using DeviceType = abi::DLDeviceType;
+
+struct DeviceTypeInfo {
+  DeviceType type;
+  std::string_view dl_name;     // "kDLCUDA"
+  std::string_view short_name;  // "cuda", as in "cuda:1"
+  bool host_accessible;         // plain CPU loads and stores reach the memory
+};
+
+inline constexpr DeviceTypeInfo device_type_table[] = {
+    {abi::kDLCPU, "kDLCPU", "cpu", true},
+    {abi::kDLCUDA, "kDLCUDA", "cuda", false},
+    {abi::kDLCUDAHost, "kDLCUDAHost", "cuda_host", true},
+    {abi::kDLOpenCL, "kDLOpenCL", "opencl", false},
+    {abi::kDLVulkan, "kDLVulkan", "vulkan", false},
+    {abi::kDLMetal, "kDLMetal", "metal", false},
+    {abi::kDLVPI, "kDLVPI", "vpi", false},
+    {abi::kDLROCM, "kDLROCM", "rocm", false},
+    {abi::kDLROCMHost, "kDLROCMHost", "rocm_host", true},
+    {abi::kDLExtDev, "kDLExtDev", "ext_dev", false},
+    {abi::kDLCUDAManaged, "kDLCUDAManaged", "cuda_managed", true},
+    {abi::kDLOneAPI, "kDLOneAPI", "oneapi", false},
+    {abi::kDLWebGPU, "kDLWebGPU", "webgpu", false},
+    {abi::kDLHexagon, "kDLHexagon", "hexagon", false},
+    {abi::kDLMAIA, "kDLMAIA", "maia", false},
+    {abi::kDLTrn, "kDLTrn", "trn", false},
+};
+
+// NULL when the number is not a DLPack 1.3 device type.
+constexpr const DeviceTypeInfo* find_device_type(int32_t value) noexcept {
+  for (const auto& info : device_type_table)
+    if (static_cast<int32_t>(info.type) == value) return &info;
+  return nullptr;
+}
+
+constexpr bool is_known_device_type(int32_t value) noexcept {
+  return find_device_type(value) != nullptr;
+}
+
+constexpr bool is_host_accessible(DeviceType type) noexcept {
+  const DeviceTypeInfo* info = find_device_type(type);
+  return info != nullptr && info->host_accessible;
+}
+
+// "kDLCUDA", or the bare number ("99") for an unknown type.
+inline std::string device_type_label(int32_t value) {
+  if (const DeviceTypeInfo* info = find_device_type(value))
+    return std::string(info->dl_name);
+  return std::to_string(value);
+}
+
+struct Device {
+  DeviceType type = abi::kDLCPU;
+  int32_t id = 0;
+
+  constexpr abi::DLDevice to_dl() const noexcept { return {type, id}; }
+  static constexpr Device from_dl(abi::DLDevice d) noexcept {
+    return {d.device_type, d.device_id};
+  }
+  friend constexpr bool operator==(Device a, Device b) noexcept {
+    return a.type == b.type && a.id == b.id;
+  }
+  friend constexpr bool operator!=(Device a, Device b) noexcept {
+    return !(a == b);
+  }
+};
+
+// "cpu" for CPU device 0, otherwise "<short name>:<id>" ("cuda:1"); an
+// unknown type prints as its number ("99:0").
+inline std::string to_string(Device device) {
+  const DeviceTypeInfo* info = find_device_type(device.type);
+  std::string name = info ? std::string(info->short_name)
+                          : std::to_string(static_cast<int32_t>(device.type));
+  if (device.type == abi::kDLCPU && device.id == 0) return name;
+  return name + ":" + std::to_string(device.id);
+}
+
+// Accepts "<short name>" (id 0) or "<short name>:<id>", also the kDL names
+// ("kDLCUDA:1"). Anything else is ErrorCode::invalid_argument.
+inline Device parse_device(std::string_view text) {
+  std::string_view name = text;
+  int64_t id = 0;
+  if (size_t colon = text.find(':'); colon != std::string_view::npos) {
+    name = text.substr(0, colon);
+    std::string_view digits = text.substr(colon + 1);
+    if (digits.empty() || digits.size() > 10)
+      detail::fail(ErrorCode::invalid_argument,
+                   "Device string '" + std::string(text) +
+                       "' has no valid device id after ':'.",
+                   "Write it as 'cpu' or 'cuda:1'.");
+    for (char c : digits) {
+      if (c < '0' || c > '9')
+        detail::fail(ErrorCode::invalid_argument,
+                     "Device string '" + std::string(text) +
+                         "' has a non-numeric device id.",
+                     "Write it as 'cpu' or 'cuda:1'.");
+      id = id * 10 + (c - '0');
+    }
+    if (id > INT32_MAX)
+      detail::fail(ErrorCode::invalid_argument,
+                   "Device id in '" + std::string(text) +
+                       "' does not fit in int32.");
+  }
+  for (const auto& info : device_type_table)
+    if (name == info.short_name || name == info.dl_name)
+      return Device{info.type, static_cast<int32_t>(id)};
+  std::string known;
+  for (const auto& info : device_type_table) {
+    if (!known.empty()) known += ", ";
+    known += info.short_name;
+  }
+  detail::fail(ErrorCode::invalid_argument,
+               "Unknown device name '" + std::string(name) + "'.",
+               "Use one of: " + known + ".");
+}
+
+}  // namespace dlbridge
