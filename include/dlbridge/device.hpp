@@ -97,10 +97,10 @@ inline Device parse_device(std::string_view text) {
   if (size_t colon = text.find(':'); colon != std::string_view::npos) {
     name = text.substr(0, colon);
     std::string_view digits = text.substr(colon + 1);
-    if (digits.empty() || digits.size() > 10)
+    if (digits.empty())
       detail::fail(ErrorCode::invalid_argument,
                    "Device string '" + std::string(text) +
-                       "' has no valid device id after ':'.",
+                       "' has no device id after ':'.",
                    "Write it as 'cpu' or 'cuda:1'.");
     for (char c : digits) {
       if (c < '0' || c > '9')
@@ -108,12 +108,15 @@ inline Device parse_device(std::string_view text) {
                      "Device string '" + std::string(text) +
                          "' has a non-numeric device id.",
                      "Write it as 'cpu' or 'cuda:1'.");
+      // Checked per digit so that no length of input can overflow id.
       id = id * 10 + (c - '0');
+      if (id > INT32_MAX)
+        detail::fail(ErrorCode::invalid_argument,
+                     "Device id in '" + std::string(text) +
+                         "' does not fit in int32.",
+                     "Device ids are small non-negative numbers, e.g. "
+                     "'cuda:0'.");
     }
-    if (id > INT32_MAX)
-      detail::fail(ErrorCode::invalid_argument,
-                   "Device id in '" + std::string(text) +
-                       "' does not fit in int32.");
   }
   for (const auto& info : device_type_table)
     if (name == info.short_name || name == info.dl_name)

@@ -18,7 +18,7 @@
 namespace {
 
 // Not "abi": <cxxabi.h>, pulled in by GoogleTest, owns the global name.
-namespace dlb = dlbridge::abi;
+namespace dlabi = dlbridge::abi;
 
 // The two enums are distinct types; comparing them directly is -Wenum-compare.
 template <typename E>
@@ -42,19 +42,19 @@ struct official {
 template <typename T>
 using official_t = typename official<T>::type;
 
-template <> struct official<dlb::DLPackVersion> { using type = ::DLPackVersion; };
-template <> struct official<dlb::DLDeviceType> { using type = ::DLDeviceType; };
-template <> struct official<dlb::DLDevice> { using type = ::DLDevice; };
-template <> struct official<dlb::DLDataType> { using type = ::DLDataType; };
-template <> struct official<dlb::DLTensor> { using type = ::DLTensor; };
-template <> struct official<dlb::DLManagedTensor> { using type = ::DLManagedTensor; };
-template <> struct official<dlb::DLManagedTensorVersioned> {
+template <> struct official<dlabi::DLPackVersion> { using type = ::DLPackVersion; };
+template <> struct official<dlabi::DLDeviceType> { using type = ::DLDeviceType; };
+template <> struct official<dlabi::DLDevice> { using type = ::DLDevice; };
+template <> struct official<dlabi::DLDataType> { using type = ::DLDataType; };
+template <> struct official<dlabi::DLTensor> { using type = ::DLTensor; };
+template <> struct official<dlabi::DLManagedTensor> { using type = ::DLManagedTensor; };
+template <> struct official<dlabi::DLManagedTensorVersioned> {
   using type = ::DLManagedTensorVersioned;
 };
-template <> struct official<dlb::DLPackExchangeAPIHeader> {
+template <> struct official<dlabi::DLPackExchangeAPIHeader> {
   using type = ::DLPackExchangeAPIHeader;
 };
-template <> struct official<dlb::DLPackExchangeAPI> { using type = ::DLPackExchangeAPI; };
+template <> struct official<dlabi::DLPackExchangeAPI> { using type = ::DLPackExchangeAPI; };
 template <typename T>
 struct official<T*> {
   using type = official_t<T>*;
@@ -68,26 +68,26 @@ struct official<R (*)(Args...)> {
   using type = official_t<R> (*)(official_t<Args>...);
 };
 
-static_assert(std::is_same_v<official_t<dlb::DLPackManagedTensorAllocator>,
+static_assert(std::is_same_v<official_t<dlabi::DLPackManagedTensorAllocator>,
                              ::DLPackManagedTensorAllocator>);
-static_assert(std::is_same_v<official_t<dlb::DLPackManagedTensorFromPyObjectNoSync>,
+static_assert(std::is_same_v<official_t<dlabi::DLPackManagedTensorFromPyObjectNoSync>,
                              ::DLPackManagedTensorFromPyObjectNoSync>);
-static_assert(std::is_same_v<official_t<dlb::DLPackManagedTensorToPyObjectNoSync>,
+static_assert(std::is_same_v<official_t<dlabi::DLPackManagedTensorToPyObjectNoSync>,
                              ::DLPackManagedTensorToPyObjectNoSync>);
-static_assert(std::is_same_v<official_t<dlb::DLPackDLTensorFromPyObjectNoSync>,
+static_assert(std::is_same_v<official_t<dlabi::DLPackDLTensorFromPyObjectNoSync>,
                              ::DLPackDLTensorFromPyObjectNoSync>);
-static_assert(std::is_same_v<official_t<dlb::DLPackCurrentWorkStream>,
+static_assert(std::is_same_v<official_t<dlabi::DLPackCurrentWorkStream>,
                              ::DLPackCurrentWorkStream>);
-static_assert(std::is_same_v<official_t<decltype(dlb::DLManagedTensor::deleter)>,
+static_assert(std::is_same_v<official_t<decltype(dlabi::DLManagedTensor::deleter)>,
                              decltype(::DLManagedTensor::deleter)>);
-static_assert(std::is_same_v<official_t<decltype(dlb::DLManagedTensorVersioned::deleter)>,
+static_assert(std::is_same_v<official_t<decltype(dlabi::DLManagedTensorVersioned::deleter)>,
                              decltype(::DLManagedTensorVersioned::deleter)>);
-static_assert(std::is_same_v<official_t<decltype(dlb::DLPackExchangeAPIHeader::prev_api)>,
+static_assert(std::is_same_v<official_t<decltype(dlabi::DLPackExchangeAPIHeader::prev_api)>,
                              decltype(::DLPackExchangeAPIHeader::prev_api)>);
 
 // Every field of the exchange table has the official field's type.
 #define DLB_SAME_FIELD_TYPE(S, f)                                        \
-  static_assert(std::is_same_v<official_t<decltype(dlb::S::f)>,          \
+  static_assert(std::is_same_v<official_t<decltype(dlabi::S::f)>,          \
                                decltype(::S::f)>,                        \
                 "type of " #S "::" #f " differs from the official header")
 DLB_SAME_FIELD_TYPE(DLPackExchangeAPI, header);
@@ -118,10 +118,10 @@ DLB_SAME_FIELD_TYPE(DLPackVersion, minor);
 
 // --- Layout -----------------------------------------------------------------
 #define DLB_SAME_SIZE(S)                                                   \
-  static_assert(sizeof(dlb::S) == sizeof(::S), "sizeof " #S " differs");   \
-  static_assert(alignof(dlb::S) == alignof(::S), "alignof " #S " differs")
+  static_assert(sizeof(dlabi::S) == sizeof(::S), "sizeof " #S " differs");   \
+  static_assert(alignof(dlabi::S) == alignof(::S), "alignof " #S " differs")
 #define DLB_SAME_OFFSET(S, f)                             \
-  static_assert(offsetof(dlb::S, f) == offsetof(::S, f),  \
+  static_assert(offsetof(dlabi::S, f) == offsetof(::S, f),  \
                 "offset of " #S "::" #f " differs")
 DLB_SAME_SIZE(DLPackVersion);
 DLB_SAME_SIZE(DLDeviceType);
@@ -173,7 +173,7 @@ struct EnumPair {
   int64_t theirs;
 };
 
-#define DLB_PAIR(name) EnumPair{#name, num(dlb::name), num(::name)}
+#define DLB_PAIR(name) EnumPair{#name, num(dlabi::name), num(::name)}
 constexpr EnumPair device_types[] = {
     DLB_PAIR(kDLCPU),     DLB_PAIR(kDLCUDA),        DLB_PAIR(kDLCUDAHost),
     DLB_PAIR(kDLOpenCL),  DLB_PAIR(kDLVulkan),      DLB_PAIR(kDLMetal),
@@ -238,26 +238,26 @@ TEST(AbiOfficial, DTypeCodes) { expect_all_equal(dtype_codes); }
 TEST(AbiOfficial, FlagBits) { expect_all_equal(flags); }
 
 TEST(AbiOfficial, StructSizes) {
-  EXPECT_EQ(sizeof(dlb::DLPackVersion), sizeof(::DLPackVersion));
-  EXPECT_EQ(sizeof(dlb::DLDevice), sizeof(::DLDevice));
-  EXPECT_EQ(sizeof(dlb::DLDataType), sizeof(::DLDataType));
-  EXPECT_EQ(sizeof(dlb::DLTensor), sizeof(::DLTensor));
-  EXPECT_EQ(sizeof(dlb::DLManagedTensor), sizeof(::DLManagedTensor));
-  EXPECT_EQ(sizeof(dlb::DLManagedTensorVersioned), sizeof(::DLManagedTensorVersioned));
-  EXPECT_EQ(sizeof(dlb::DLPackExchangeAPIHeader), sizeof(::DLPackExchangeAPIHeader));
-  EXPECT_EQ(sizeof(dlb::DLPackExchangeAPI), sizeof(::DLPackExchangeAPI));
+  EXPECT_EQ(sizeof(dlabi::DLPackVersion), sizeof(::DLPackVersion));
+  EXPECT_EQ(sizeof(dlabi::DLDevice), sizeof(::DLDevice));
+  EXPECT_EQ(sizeof(dlabi::DLDataType), sizeof(::DLDataType));
+  EXPECT_EQ(sizeof(dlabi::DLTensor), sizeof(::DLTensor));
+  EXPECT_EQ(sizeof(dlabi::DLManagedTensor), sizeof(::DLManagedTensor));
+  EXPECT_EQ(sizeof(dlabi::DLManagedTensorVersioned), sizeof(::DLManagedTensorVersioned));
+  EXPECT_EQ(sizeof(dlabi::DLPackExchangeAPIHeader), sizeof(::DLPackExchangeAPIHeader));
+  EXPECT_EQ(sizeof(dlabi::DLPackExchangeAPI), sizeof(::DLPackExchangeAPI));
 }
 
 TEST(AbiOfficial, ExchangeApiOffsets) {
-  EXPECT_EQ(offsetof(dlb::DLPackExchangeAPI, managed_tensor_allocator),
+  EXPECT_EQ(offsetof(dlabi::DLPackExchangeAPI, managed_tensor_allocator),
             offsetof(::DLPackExchangeAPI, managed_tensor_allocator));
-  EXPECT_EQ(offsetof(dlb::DLPackExchangeAPI, managed_tensor_from_py_object_no_sync),
+  EXPECT_EQ(offsetof(dlabi::DLPackExchangeAPI, managed_tensor_from_py_object_no_sync),
             offsetof(::DLPackExchangeAPI, managed_tensor_from_py_object_no_sync));
-  EXPECT_EQ(offsetof(dlb::DLPackExchangeAPI, managed_tensor_to_py_object_no_sync),
+  EXPECT_EQ(offsetof(dlabi::DLPackExchangeAPI, managed_tensor_to_py_object_no_sync),
             offsetof(::DLPackExchangeAPI, managed_tensor_to_py_object_no_sync));
-  EXPECT_EQ(offsetof(dlb::DLPackExchangeAPI, dltensor_from_py_object_no_sync),
+  EXPECT_EQ(offsetof(dlabi::DLPackExchangeAPI, dltensor_from_py_object_no_sync),
             offsetof(::DLPackExchangeAPI, dltensor_from_py_object_no_sync));
-  EXPECT_EQ(offsetof(dlb::DLPackExchangeAPI, current_work_stream),
+  EXPECT_EQ(offsetof(dlabi::DLPackExchangeAPI, current_work_stream),
             offsetof(::DLPackExchangeAPI, current_work_stream));
 }
 
@@ -266,12 +266,12 @@ TEST(AbiOfficial, ExchangeApiOffsets) {
 TEST(AbiOfficial, ManagedTensorVersionedReadsThroughOfficialView) {
   int64_t shape[2] = {3, 4};
   int64_t strides[2] = {4, 1};
-  dlb::DLManagedTensorVersioned ours{};
+  dlabi::DLManagedTensorVersioned ours{};
   ours.version = {1, 3};
   ours.flags = DLBRIDGE_FLAG_READ_ONLY | DLBRIDGE_FLAG_IS_COPIED;
-  ours.dl_tensor.device = {dlb::kDLCUDA, 7};
+  ours.dl_tensor.device = {dlabi::kDLCUDA, 7};
   ours.dl_tensor.ndim = 2;
-  ours.dl_tensor.dtype = {dlb::kDLFloat4_e2m1fn, 4, 2};
+  ours.dl_tensor.dtype = {dlabi::kDLFloat4_e2m1fn, 4, 2};
   ours.dl_tensor.shape = shape;
   ours.dl_tensor.strides = strides;
   ours.dl_tensor.byte_offset = 256;
