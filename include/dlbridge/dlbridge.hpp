@@ -6,3 +6,7 @@
 #include "error.hpp"
 #include "device.hpp"
 #include "dtype.hpp"
+#include "layout.hpp"
+#include "tensor_view.hpp"
+#include "managed_tensor.hpp"
+#include "export.hpp"

@@ -1,0 +1,90 @@
+// Export of memory that C++ owns as DLPack managed tensors, and the version
+// negotiation rule a producer applies to a consumer's max_version.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <utility>
+
+#include "abi.hpp"
+#include "managed_tensor.hpp"
+#include "tensor_view.hpp"
+
+namespace dlbridge {
+
+enum class ExportFormat { legacy, versioned };
+
+// The producer rule: no max_version, or a major below 1, gets the legacy
+// struct; any major >= 1 gets a versioned struct carrying dlbridge's own
+// (1, 3), even when the consumer asked for more.
+constexpr ExportFormat negotiate_format(
+    const std::optional<abi::DLPackVersion>& max_version) noexcept {
+  return (max_version && max_version->major >= 1) ? ExportFormat::versioned
+                                                  : ExportFormat::legacy;
+}
+
+namespace detail {
+
+// Everything one exported tensor needs, in one allocation: the managed
+// struct, its shape and strides, and the owner of the memory.
+template <typename Managed>
+struct ExportContext {
+  Managed managed{};
+  SmallDims shape;
+  SmallDims strides;
+  std::shared_ptr<void> owner;
+
+  static void destroy(Managed* self) noexcept {
+    delete static_cast<ExportContext*>(self->manager_ctx);
+  }
+
+  static Managed* make(const TensorView& view, std::shared_ptr<void> owner) {
+    auto* ctx = new ExportContext;
+    ctx->shape.assign(view.shape(), view.ndim());
+    ctx->strides.assign(view.strides(), view.ndim());
+    ctx->owner = std::move(owner);
+    ctx->managed.manager_ctx = ctx;
+    ctx->managed.deleter = &destroy;
+    abi::DLTensor& t = ctx->managed.dl_tensor;
+    t = view.dltensor();
+    t.shape = view.ndim() ? ctx->shape.data() : nullptr;
+    t.strides = view.ndim() ? ctx->strides.data() : nullptr;
+    return &ctx->managed;
+  }
+};
+
+}  // namespace detail
+
+// A new versioned struct (version (1, 3)) over view's memory; owner is kept
+// alive until the deleter runs. The caller owns the result.
+inline abi::DLManagedTensorVersioned* make_versioned(const TensorView& view,
+                                                     std::shared_ptr<void> owner,
+                                                     uint64_t flags) {
+  auto* m = detail::ExportContext<abi::DLManagedTensorVersioned>::make(
+      view, std::move(owner));
+  m->version = dlpack_version;
+  m->flags = flags;
+  return m;
+}
+
+// A new legacy struct over view's memory. Legacy structs cannot say that
+// the data is read-only, so flags containing READ_ONLY are refused.
+inline abi::DLManagedTensor* make_legacy(const TensorView& view,
+                                         std::shared_ptr<void> owner,
+                                         uint64_t flags) {
+  if (flags & DLBRIDGE_FLAG_READ_ONLY) detail::refuse_read_only_legacy();
+  return detail::ExportContext<abi::DLManagedTensor>::make(view, std::move(owner));
+}
+
+// Exports C++-owned memory. The owner may be any object whose destruction
+// frees the memory, or a shared_ptr with a custom deleter as the callback.
+inline ManagedTensor export_tensor(const TensorView& view,
+                                   std::shared_ptr<void> owner, uint64_t flags,
+                                   ExportFormat format = ExportFormat::versioned) {
+  if (format == ExportFormat::legacy)
+    return ManagedTensor::adopt(make_legacy(view, std::move(owner), flags), flags);
+  return ManagedTensor::adopt(make_versioned(view, std::move(owner), flags));
+}
+
+}  // namespace dlbridge

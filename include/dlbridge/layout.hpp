@@ -1,0 +1,194 @@
+// Layout arithmetic for strided tensors: element counts, the byte range a
+// view touches, contiguity and canonical strides. Every product and sum is
+// overflow-checked, because shapes and strides come from foreign code.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "dtype.hpp"
+#include "error.hpp"
+
+namespace dlbridge {
+
+// NumPy's limit too; a bound keeps a hostile ndim from walking off a buffer.
+inline constexpr int32_t max_ndim = 64;
+
+namespace detail {
+
+inline bool mul_overflows(int64_t a, int64_t b, int64_t& out) noexcept {
+  return __builtin_mul_overflow(a, b, &out);
+}
+inline bool add_overflows(int64_t a, int64_t b, int64_t& out) noexcept {
+  return __builtin_add_overflow(a, b, &out);
+}
+
+// Shape or strides of up to max_ndim dims, inline for the common small case
+// so that a view costs no allocation.
+class SmallDims {
+ public:
+  static constexpr int32_t inline_capacity = 6;
+
+  SmallDims() = default;
+  SmallDims(const int64_t* values, int32_t n) { assign(values, n); }
+  SmallDims(const SmallDims& other) { assign(other.data(), other.size_); }
+  SmallDims& operator=(const SmallDims& other) {
+    if (this != &other) assign(other.data(), other.size_);
+    return *this;
+  }
+  SmallDims(SmallDims&& other) noexcept { *this = std::move(other); }
+  SmallDims& operator=(SmallDims&& other) noexcept {
+    if (this == &other) return *this;
+    size_ = other.size_;
+    heap_ = std::move(other.heap_);
+    if (!heap_) std::memcpy(inline_, other.inline_, sizeof(inline_));
+    other.size_ = 0;
+    return *this;
+  }
+
+  // values may be NULL: the dims are then left for the caller to fill.
+  void assign(const int64_t* values, int32_t n) {
+    size_ = n;
+    if (n > inline_capacity) {
+      heap_.reset(new int64_t[size_t(n)]);
+    } else {
+      heap_.reset();
+    }
+    if (values != nullptr && n > 0)
+      std::memcpy(data(), values, sizeof(int64_t) * size_t(n));
+  }
+
+  int32_t size() const noexcept { return size_; }
+  int64_t* data() noexcept { return heap_ ? heap_.get() : inline_; }
+  const int64_t* data() const noexcept { return heap_ ? heap_.get() : inline_; }
+  int64_t& operator[](int32_t i) noexcept { return data()[i]; }
+  int64_t operator[](int32_t i) const noexcept { return data()[i]; }
+
+ private:
+  int32_t size_ = 0;
+  int64_t inline_[inline_capacity] = {};
+  std::unique_ptr<int64_t[]> heap_;
+};
+
+}  // namespace detail
+
+// Row-major (C order) strides in elements for shape; out has ndim slots.
+inline void compact_strides(int32_t ndim, const int64_t* shape, int64_t* out) {
+  int64_t step = 1;
+  for (int32_t d = ndim - 1; d >= 0; --d) {
+    out[d] = step;
+    // Once a product would overflow the tensor cannot exist anyway; the
+    // element count check reports it, so saturate instead of wrapping.
+    if (shape[d] > 1 && detail::mul_overflows(step, shape[d], step))
+      step = INT64_MAX;
+  }
+}
+
+// The number of elements, or std::nullopt on overflow. Negative dims must be
+// rejected before calling this.
+inline std::optional<int64_t> element_count(int32_t ndim, const int64_t* shape) {
+  for (int32_t d = 0; d < ndim; ++d)
+    if (shape[d] == 0) return 0;  // a zero dim wins over overflowing others
+  int64_t count = 1;
+  for (int32_t d = 0; d < ndim; ++d)
+    if (detail::mul_overflows(count, shape[d], count)) return std::nullopt;
+  return count;
+}
+
+// C-contiguous in the sense that matters for aliasing: dims of size 1 may
+// carry any stride, and a size-0 tensor is contiguous whatever its strides.
+inline bool is_c_contiguous(int32_t ndim, const int64_t* shape,
+                            const int64_t* strides) {
+  int64_t expected = 1;
+  for (int32_t d = 0; d < ndim; ++d)
+    if (shape[d] == 0) return true;
+  for (int32_t d = ndim - 1; d >= 0; --d) {
+    if (shape[d] == 1) continue;
+    if (strides[d] != expected) return false;
+    if (detail::mul_overflows(expected, shape[d], expected)) return false;
+  }
+  return true;
+}
+
+inline bool is_f_contiguous(int32_t ndim, const int64_t* shape,
+                            const int64_t* strides) {
+  int64_t expected = 1;
+  for (int32_t d = 0; d < ndim; ++d)
+    if (shape[d] == 0) return true;
+  for (int32_t d = 0; d < ndim; ++d) {
+    if (shape[d] == 1) continue;
+    if (strides[d] != expected) return false;
+    if (detail::mul_overflows(expected, shape[d], expected)) return false;
+  }
+  return true;
+}
+
+// A tensor that can be handed out with compact row-major strides without
+// moving data: the memory order already is row-major, only size-1 (or
+// size-0) dims may carry other strides.
+inline bool can_view_as_compact(int32_t ndim, const int64_t* shape,
+                                const int64_t* strides) {
+  return is_c_contiguous(ndim, shape, strides);
+}
+
+// The bytes a view touches relative to the address of element 0: the
+// half-open range [low, high). For packed sub-byte types, bit positions are
+// rounded outward to whole bytes.
+struct ByteExtent {
+  int64_t low = 0;
+  int64_t high = 0;
+  int64_t bytes() const noexcept { return high - low; }
+};
+
+// std::nullopt when any intermediate overflows int64: such a view cannot be
+// addressed and must be refused. size must be the element count.
+inline std::optional<ByteExtent> byte_extent(int32_t ndim, const int64_t* shape,
+                                             const int64_t* strides,
+                                             DType dtype, bool subbyte_padded,
+                                             int64_t size) {
+  if (size == 0) return ByteExtent{0, 0};
+  // In units of elements first; multiplied by the element width at the end.
+  int64_t low = 0, high = 0;
+  for (int32_t d = 0; d < ndim; ++d) {
+    if (shape[d] == 1) continue;
+    int64_t reach = 0;
+    if (detail::mul_overflows(strides[d], shape[d] - 1, reach)) return std::nullopt;
+    int64_t& side = reach < 0 ? low : high;
+    if (detail::add_overflows(side, reach, side)) return std::nullopt;
+  }
+  const bool packed = dtype.is_subbyte() && !subbyte_padded;
+  const int64_t unit = packed ? int64_t(dtype.element_bits())
+                              : int64_t(dtype.element_bytes());
+  int64_t lo = 0, hi = 0;
+  if (detail::mul_overflows(low, unit, lo) ||
+      detail::mul_overflows(high, unit, hi) ||
+      detail::add_overflows(hi, unit, hi))
+    return std::nullopt;
+  if (packed) {
+    // Bits to bytes, rounding low down and high up.
+    lo = lo >= 0 ? lo / 8 : -((-lo + 7) / 8);
+    hi = (hi + 7) / 8;
+  }
+  return ByteExtent{lo, hi};
+}
+
+// Bytes of a compact tensor of count elements: count * element_bytes, or
+// ceil(count * bits * lanes / 8) for packed sub-byte types.
+inline std::optional<int64_t> compact_nbytes(int64_t count, DType dtype,
+                                             bool subbyte_padded) {
+  int64_t out = 0;
+  if (dtype.is_subbyte() && !subbyte_padded) {
+    if (detail::mul_overflows(count, int64_t(dtype.element_bits()), out) ||
+        detail::add_overflows(out, 7, out))
+      return std::nullopt;
+    return out / 8;
+  }
+  if (detail::mul_overflows(count, int64_t(dtype.element_bytes()), out))
+    return std::nullopt;
+  return out;
+}
+
+}  // namespace dlbridge

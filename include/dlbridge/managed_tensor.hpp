@@ -1,0 +1,194 @@
+// ManagedTensor: move-only ownership of a DLManagedTensorVersioned or a legacy
+// DLManagedTensor. The deleter runs exactly once (never when it is NULL):
+// when the ManagedTensor dies, or later by whoever took it with release_*().
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include "abi.hpp"
+#include "error.hpp"
+#include "tensor_view.hpp"
+#include "version.hpp"
+
+namespace dlbridge {
+
+inline constexpr abi::DLPackVersion dlpack_version{DLBRIDGE_DLPACK_MAJOR,
+                                                   DLBRIDGE_DLPACK_MINOR};
+inline constexpr uint64_t known_flags = DLBRIDGE_FLAG_READ_ONLY |
+                                        DLBRIDGE_FLAG_IS_COPIED |
+                                        DLBRIDGE_FLAG_IS_SUBBYTE_TYPE_PADDED;
+
+namespace detail {
+
+// A versioned struct that owns a legacy one (or the reverse): the outer
+// struct borrows the inner's DLTensor, and its deleter releases the inner
+// before freeing itself. No data is copied.
+template <typename Outer, typename Inner>
+struct Wrapper {
+  Outer outer{};
+  Inner* inner = nullptr;
+
+  static void destroy(Outer* self) noexcept {
+    auto* wrapper = static_cast<Wrapper*>(self->manager_ctx);
+    if (wrapper->inner->deleter != nullptr) wrapper->inner->deleter(wrapper->inner);
+    delete wrapper;
+  }
+};
+
+[[noreturn]] inline void refuse_read_only_legacy() {
+  fail(ErrorCode::read_only,
+       "The tensor is read-only, and a legacy (pre-1.0) DLPack capsule cannot "
+       "carry the read-only flag.",
+       "Request max_version=(1, 3), or pass copy=True to export a writable "
+       "copy.");
+}
+
+}  // namespace detail
+
+class ManagedTensor {
+ public:
+  ManagedTensor() noexcept = default;
+  ManagedTensor(const ManagedTensor&) = delete;
+  ManagedTensor& operator=(const ManagedTensor&) = delete;
+  ManagedTensor(ManagedTensor&& other) noexcept { swap(other); }
+  ManagedTensor& operator=(ManagedTensor&& other) noexcept {
+    if (this != &other) {
+      reset();
+      swap(other);
+    }
+    return *this;
+  }
+  ~ManagedTensor() { reset(); }
+
+  // Takes ownership of m. A major version other than 1 is refused after its
+  // deleter has run and without reading any other field; so is anything
+  // TensorView::from_dltensor or policy rejects.
+  static ManagedTensor adopt(abi::DLManagedTensorVersioned* m,
+                             const ImportPolicy& policy = {}) {
+    if (m == nullptr)
+      detail::fail(ErrorCode::invalid_tensor,
+                   "The producer returned a NULL DLManagedTensorVersioned.",
+                   "Report it to the producing library.");
+    const abi::DLPackVersion version = m->version;
+    if (version.major != DLBRIDGE_DLPACK_MAJOR) {
+      if (m->deleter != nullptr) m->deleter(m);
+      detail::fail(ErrorCode::unsupported_version,
+                   "The producer exported DLPack " +
+                       std::to_string(version.major) + "." +
+                       std::to_string(version.minor) +
+                       "; dlbridge understands major version " +
+                       std::to_string(DLBRIDGE_DLPACK_MAJOR) + " only.",
+                   version.major > DLBRIDGE_DLPACK_MAJOR
+                       ? "Upgrade dlbridge, or ask the producer for "
+                         "max_version=(1, 3)."
+                       : "The producer is broken; report it there.");
+    }
+    ManagedTensor out;
+    out.versioned_ = m;  // owned from here on: any throw below runs the deleter
+    if (uint64_t unknown = m->flags & ~known_flags)
+      detail::fail(version.minor > DLBRIDGE_DLPACK_MINOR
+                       ? ErrorCode::unsupported_version
+                       : ErrorCode::invalid_tensor,
+                   "The tensor carries flag bits 0x" + hex(unknown) +
+                       " that DLPack " + std::to_string(DLBRIDGE_DLPACK_MAJOR) +
+                       "." + std::to_string(DLBRIDGE_DLPACK_MINOR) +
+                       " does not define.",
+                   "Ask the producer for max_version=(1, 3).");
+    out.view_ = TensorView::from_dltensor(m->dl_tensor, m->flags, policy);
+    return out;
+  }
+
+  // Takes ownership of a legacy tensor. It carries no flags: assumed_flags
+  // says what the caller knows (READ_ONLY when the source was read-only).
+  static ManagedTensor adopt(abi::DLManagedTensor* m, uint64_t assumed_flags = 0,
+                             const ImportPolicy& policy = {}) {
+    if (m == nullptr)
+      detail::fail(ErrorCode::invalid_tensor,
+                   "The producer returned a NULL DLManagedTensor.",
+                   "Report it to the producing library.");
+    ManagedTensor out;
+    out.legacy_ = m;
+    out.legacy_flags_ = assumed_flags;
+    out.view_ = TensorView::from_dltensor(m->dl_tensor, assumed_flags, policy);
+    return out;
+  }
+
+  explicit operator bool() const noexcept { return versioned_ || legacy_; }
+  bool is_versioned() const noexcept { return versioned_ != nullptr; }
+  // (0, 0) for a legacy tensor, which carries no version.
+  abi::DLPackVersion version() const noexcept {
+    return versioned_ ? versioned_->version : abi::DLPackVersion{0, 0};
+  }
+  uint64_t flags() const noexcept { return view_.flags(); }
+  const TensorView& view() const noexcept { return view_; }
+
+  // Hands the tensor over as a versioned struct; a legacy one is wrapped
+  // without copying data. The caller owns the result and calls its deleter.
+  abi::DLManagedTensorVersioned* release_versioned() {
+    if (versioned_) return std::exchange(versioned_, nullptr);
+    if (!legacy_) return nullptr;
+    using W = detail::Wrapper<abi::DLManagedTensorVersioned, abi::DLManagedTensor>;
+    auto* wrapper = new W;
+    wrapper->inner = std::exchange(legacy_, nullptr);
+    wrapper->outer.version = dlpack_version;
+    wrapper->outer.manager_ctx = wrapper;
+    wrapper->outer.deleter = &W::destroy;
+    wrapper->outer.flags = legacy_flags_;
+    wrapper->outer.dl_tensor = wrapper->inner->dl_tensor;
+    return &wrapper->outer;
+  }
+
+  // Hands the tensor over as a legacy struct. A read-only tensor is refused
+  // (the legacy struct cannot say so, and a consumer would write to it); the
+  // tensor stays owned here in that case.
+  abi::DLManagedTensor* release_legacy() {
+    if (legacy_) {
+      if (legacy_flags_ & DLBRIDGE_FLAG_READ_ONLY) detail::refuse_read_only_legacy();
+      return std::exchange(legacy_, nullptr);
+    }
+    if (!versioned_) return nullptr;
+    if (versioned_->flags & DLBRIDGE_FLAG_READ_ONLY) detail::refuse_read_only_legacy();
+    using W = detail::Wrapper<abi::DLManagedTensor, abi::DLManagedTensorVersioned>;
+    auto* wrapper = new W;
+    wrapper->inner = std::exchange(versioned_, nullptr);
+    wrapper->outer.manager_ctx = wrapper;
+    wrapper->outer.deleter = &W::destroy;
+    wrapper->outer.dl_tensor = wrapper->inner->dl_tensor;
+    return &wrapper->outer;
+  }
+
+  // Runs the deleter now (if any) and leaves this empty.
+  void reset() noexcept {
+    if (auto* m = std::exchange(versioned_, nullptr); m && m->deleter) m->deleter(m);
+    if (auto* m = std::exchange(legacy_, nullptr); m && m->deleter) m->deleter(m);
+    view_ = TensorView();
+    legacy_flags_ = 0;
+  }
+
+  void swap(ManagedTensor& other) noexcept {
+    std::swap(versioned_, other.versioned_);
+    std::swap(legacy_, other.legacy_);
+    std::swap(legacy_flags_, other.legacy_flags_);
+    std::swap(view_, other.view_);
+  }
+
+ private:
+  static std::string hex(uint64_t value) {
+    const char* digits = "0123456789abcdef";
+    std::string text;
+    do {
+      text.insert(text.begin(), digits[value & 15]);
+      value >>= 4;
+    } while (value != 0);
+    return text;
+  }
+
+  abi::DLManagedTensorVersioned* versioned_ = nullptr;
+  abi::DLManagedTensor* legacy_ = nullptr;
+  uint64_t legacy_flags_ = 0;
+  TensorView view_;
+};
+
+}  // namespace dlbridge

@@ -1,0 +1,258 @@
+// TensorView: a validated, non-owning description of a strided tensor. No
+// field of a foreign DLTensor is trusted before TensorView::from_dltensor has
+// checked it; afterwards every query is plain arithmetic that cannot overflow.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "abi.hpp"
+#include "device.hpp"
+#include "dtype.hpp"
+#include "error.hpp"
+#include "layout.hpp"
+
+namespace dlbridge {
+
+// Requirements a consumer places on an import, as data: each one that fails
+// is reported with its own code and a fix, instead of an ad-hoc `if`.
+struct ImportPolicy {
+  bool require_c_contiguous = false;  // else ErrorCode::unsupported_layout
+  bool require_writable = false;      // else ErrorCode::read_only
+  bool require_host_accessible = false;  // else ErrorCode::device_unavailable
+  uint64_t min_alignment = 1;  // of element 0; else unsupported_layout
+};
+
+class TensorView {
+ public:
+  TensorView() = default;
+
+  // Validates t without reading past what its own fields promise. flags are
+  // the DLPACK_FLAG bits of the managed tensor (0 for a legacy import, where
+  // read-only-ness cannot be known). NULL strides mean compact row-major:
+  // legal before DLPack 1.2, and unambiguous after it, so accepted always.
+  static TensorView from_dltensor(const abi::DLTensor& t, uint64_t flags = 0,
+                                  const ImportPolicy& policy = {}) {
+    TensorView view;
+    view.read_header(t, flags);
+    view.read_dims(t);
+    view.check_memory();
+    view.check(policy);
+    return view;
+  }
+
+  // A view of C++-owned memory. Empty strides mean compact row-major.
+  static TensorView from_data(void* data, DType dtype,
+                              const std::vector<int64_t>& shape,
+                              const std::vector<int64_t>& strides = {},
+                              Device device = {}, uint64_t flags = 0) {
+    if (!strides.empty() && strides.size() != shape.size())
+      detail::fail(ErrorCode::invalid_argument,
+                   "strides has " + std::to_string(strides.size()) +
+                       " entries but shape has " +
+                       std::to_string(shape.size()) + ".",
+                   "Pass one stride per dimension, or none for row-major.");
+    if (shape.size() > size_t(max_ndim))
+      detail::fail(ErrorCode::invalid_tensor,
+                   "ndim " + std::to_string(shape.size()) + " exceeds " +
+                       std::to_string(max_ndim) + ".");
+    abi::DLTensor t{};
+    t.data = data;
+    t.device = device.to_dl();
+    t.ndim = int32_t(shape.size());
+    t.dtype = dtype.to_dl();
+    t.shape = const_cast<int64_t*>(shape.data());
+    t.strides = strides.empty() ? nullptr : const_cast<int64_t*>(strides.data());
+    return from_dltensor(t, flags);
+  }
+
+  // Raises the first requirement of policy that this view misses.
+  void check(const ImportPolicy& policy) const {
+    if (policy.require_writable && readonly())
+      detail::fail(ErrorCode::read_only,
+                   "The tensor is read-only but a writable tensor was requested.",
+                   "Request a copy (copy=True) or import it read-only.");
+    if (policy.require_host_accessible && !is_host_accessible(device_.type))
+      detail::fail(ErrorCode::device_unavailable,
+                   "The tensor lives on " + to_string(device_) +
+                       ", which the host cannot read directly.",
+                   "Copy it to the CPU first (dl_device=(1, 0) or device='cpu').");
+    if (policy.require_c_contiguous && !is_c_contiguous())
+      detail::fail(ErrorCode::unsupported_layout,
+                   "The tensor is not C-contiguous (strides " +
+                       dims_text(strides_) + " for shape " + dims_text(shape_) +
+                       ").",
+                   "Allow a copy (copy=None or copy=True) to get a compact tensor.");
+    if (policy.min_alignment > 1 &&
+        reinterpret_cast<uintptr_t>(data()) % policy.min_alignment != 0)
+      detail::fail(ErrorCode::unsupported_layout,
+                   "The data address is not aligned to " +
+                       std::to_string(policy.min_alignment) + " bytes.",
+                   "Allow a copy so that dlbridge can allocate aligned memory.");
+  }
+
+  // Address of element 0: data + byte_offset.
+  void* data() const noexcept { return static_cast<char*>(data_) + byte_offset_; }
+  // The producer's data pointer and offset, as they were given.
+  void* base_data() const noexcept { return data_; }
+  uint64_t byte_offset() const noexcept { return byte_offset_; }
+
+  Device device() const noexcept { return device_; }
+  DType dtype() const noexcept { return dtype_; }
+  int32_t ndim() const noexcept { return shape_.size(); }
+  const int64_t* shape() const noexcept { return shape_.data(); }
+  // Never NULL for ndim > 0: NULL strides from the producer are filled in.
+  const int64_t* strides() const noexcept { return strides_.data(); }
+  int64_t shape(int32_t d) const noexcept { return shape_[d]; }
+  int64_t stride(int32_t d) const noexcept { return strides_[d]; }
+  int64_t size() const noexcept { return size_; }
+  // Bytes of a compact copy of this tensor.
+  int64_t nbytes() const noexcept { return nbytes_; }
+  // Bytes touched, relative to data(); low is negative for negative strides.
+  ByteExtent extent() const noexcept { return extent_; }
+
+  uint64_t flags() const noexcept { return flags_; }
+  bool readonly() const noexcept { return (flags_ & DLBRIDGE_FLAG_READ_ONLY) != 0; }
+  bool subbyte_padded() const noexcept {
+    return (flags_ & DLBRIDGE_FLAG_IS_SUBBYTE_TYPE_PADDED) != 0;
+  }
+  // True when elements are packed several to a byte.
+  bool packed() const noexcept { return dtype_.is_subbyte() && !subbyte_padded(); }
+
+  bool is_c_contiguous() const noexcept {
+    return dlbridge::is_c_contiguous(ndim(), shape(), strides());
+  }
+  bool is_f_contiguous() const noexcept {
+    return dlbridge::is_f_contiguous(ndim(), shape(), strides());
+  }
+
+  // A DLTensor describing this view; its shape and strides point into the
+  // view, so it is valid while the view lives and is not moved.
+  abi::DLTensor dltensor() const noexcept {
+    abi::DLTensor t{};
+    t.data = data_;
+    t.device = device_.to_dl();
+    t.ndim = ndim();
+    t.dtype = dtype_.to_dl();
+    t.shape = ndim() ? const_cast<int64_t*>(shape()) : nullptr;
+    t.strides = ndim() ? const_cast<int64_t*>(strides()) : nullptr;
+    t.byte_offset = byte_offset_;
+    return t;
+  }
+
+  // The same memory described with compact strides; only valid when
+  // can_view_as_compact() holds for this view.
+  TensorView with_compact_strides() const {
+    TensorView out = *this;
+    compact_strides(ndim(), shape(), out.strides_.data());
+    return out;
+  }
+
+  TensorView with_flags(uint64_t flags) const {
+    TensorView out = *this;
+    out.flags_ = flags;
+    return out;
+  }
+
+ private:
+  static std::string dims_text(const detail::SmallDims& dims) {
+    std::string text = "(";
+    for (int32_t d = 0; d < dims.size(); ++d) {
+      if (d) text += ", ";
+      text += std::to_string(dims[d]);
+    }
+    return text + (dims.size() == 1 ? ",)" : ")");
+  }
+
+  [[noreturn]] static void malformed(const std::string& what) {
+    detail::fail(ErrorCode::invalid_tensor, "Malformed DLTensor: " + what,
+                 "The producer exported an invalid tensor; report it to the "
+                 "producing library, or copy the data there first.");
+  }
+
+  void read_header(const abi::DLTensor& t, uint64_t flags) {
+    if (t.ndim < 0 || t.ndim > max_ndim)
+      malformed("ndim = " + std::to_string(t.ndim) + " is outside 0.." +
+                std::to_string(max_ndim) + ".");
+    if (t.ndim > 0 && t.shape == nullptr)
+      malformed("shape is NULL with ndim = " + std::to_string(t.ndim) + ".");
+    if (!is_known_device_type(t.device.device_type))
+      detail::fail(ErrorCode::unsupported_device_type,
+                   "The tensor's device type (DLDeviceType: " +
+                       device_type_label(t.device.device_type) +
+                       ") is not a DLPack 1.3 device type.",
+                   "The producer speaks a newer DLPack or is broken; copy the "
+                   "data to a standard device there first.");
+    if (t.device.device_id < 0)
+      malformed("device_id = " + std::to_string(t.device.device_id) +
+                " is negative.");
+    dtype_ = DType::from_dl(t.dtype);
+    validate_dtype(dtype_);
+    device_ = Device::from_dl(t.device);
+    data_ = t.data;
+    byte_offset_ = t.byte_offset;
+    flags_ = flags;
+  }
+
+  void read_dims(const abi::DLTensor& t) {
+    shape_.assign(t.shape, t.ndim);
+    for (int32_t d = 0; d < t.ndim; ++d)
+      if (shape_[d] < 0)
+        malformed("shape[" + std::to_string(d) + "] = " +
+                  std::to_string(shape_[d]) + " is negative.");
+    auto count = element_count(t.ndim, shape_.data());
+    if (!count)
+      malformed("the element count of shape " + dims_text(shape_) +
+                " overflows int64.");
+    size_ = *count;
+    auto bytes = compact_nbytes(size_, dtype_, subbyte_padded());
+    if (!bytes)
+      malformed("the byte size of shape " + dims_text(shape_) + " with dtype " +
+                dtype_name(dtype_) + " overflows int64.");
+    nbytes_ = *bytes;
+    if (t.strides != nullptr) {
+      strides_.assign(t.strides, t.ndim);
+    } else {
+      strides_.assign(nullptr, t.ndim);
+      compact_strides(t.ndim, shape_.data(), strides_.data());
+    }
+  }
+
+  void check_memory() {
+    if (byte_offset_ > uint64_t(INT64_MAX))
+      malformed("byte_offset = " + std::to_string(byte_offset_) +
+                " exceeds INT64_MAX.");
+    if (size_ == 0) return;  // nothing is read, so data may be anything
+    if (data_ == nullptr)
+      malformed("data is NULL but the tensor has " + std::to_string(size_) +
+                " elements.");
+    auto range = byte_extent(ndim(), shape(), strides(), dtype_,
+                             subbyte_padded(), size_);
+    if (!range)
+      malformed("strides " + dims_text(strides_) + " with shape " +
+                dims_text(shape_) + " address more than int64 bytes.");
+    extent_ = *range;
+    // Element 0 and both ends of the touched range must be real addresses.
+    const uint64_t base = reinterpret_cast<uintptr_t>(data_);
+    uint64_t first = 0, high = 0;
+    if (__builtin_add_overflow(base, byte_offset_, &first) ||
+        (extent_.low < 0 && first < uint64_t(-extent_.low)) ||
+        __builtin_add_overflow(first, uint64_t(extent_.high), &high))
+      malformed("data + byte_offset + strides wrap around the address space.");
+  }
+
+  void* data_ = nullptr;
+  uint64_t byte_offset_ = 0;
+  Device device_{};
+  DType dtype_{};
+  uint64_t flags_ = 0;
+  detail::SmallDims shape_;
+  detail::SmallDims strides_;
+  int64_t size_ = 1;
+  int64_t nbytes_ = 0;
+  ByteExtent extent_{};
+};
+
+}  // namespace dlbridge
