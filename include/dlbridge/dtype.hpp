@@ -126,7 +126,8 @@ inline std::string dtype_name(DType t) {
 namespace detail {
 inline bool parse_decimal(std::string_view digits, uint32_t max,
                           uint32_t& out) {
-  if (digits.empty() || digits.size() > 5) return false;
+  // A leading zero would give one dtype many names ("float032").
+  if (digits.empty() || digits.size() > 5 || digits[0] == '0') return false;
   uint32_t value = 0;
   for (char c : digits) {
     if (c < '0' || c > '9') return false;
