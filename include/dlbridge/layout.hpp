@@ -168,10 +168,15 @@ inline std::optional<ByteExtent> byte_extent(int32_t ndim, const int64_t* shape,
       detail::add_overflows(hi, unit, hi))
     return std::nullopt;
   if (packed) {
-    // Bits to bytes, rounding low down and high up.
-    lo = lo >= 0 ? lo / 8 : -((-lo + 7) / 8);
-    hi = (hi + 7) / 8;
+    // Bits to bytes, rounding low down and high up. Division first: adding
+    // 7 (or negating low) could overflow within 8 of the int64 limits.
+    lo = lo / 8 - (lo % 8 < 0 ? 1 : 0);
+    hi = hi / 8 + (hi % 8 > 0 ? 1 : 0);
   }
+  // bytes() and address checks compute high - low and -low; a range that
+  // wide cannot be addressed anyway.
+  int64_t width = 0;
+  if (__builtin_sub_overflow(hi, lo, &width)) return std::nullopt;
   return ByteExtent{lo, hi};
 }
 
