@@ -40,20 +40,30 @@ inline constexpr DeviceTypeInfo device_type_table[] = {
     {abi::kDLTrn, "kDLTrn", "trn", false},
 };
 
+namespace detail {
+// An index, not a pointer: GCC's UBSan null checks make any pointer test on
+// the table non-constant, so the constexpr API would fail under sanitizers.
+constexpr int device_type_index(int32_t value) noexcept {
+  constexpr int count = int(sizeof device_type_table / sizeof device_type_table[0]);
+  for (int i = 0; i < count; ++i)
+    if (static_cast<int32_t>(device_type_table[i].type) == value) return i;
+  return -1;
+}
+}  // namespace detail
+
 // NULL when the number is not a DLPack 1.3 device type.
 constexpr const DeviceTypeInfo* find_device_type(int32_t value) noexcept {
-  for (const auto& info : device_type_table)
-    if (static_cast<int32_t>(info.type) == value) return &info;
-  return nullptr;
+  const int i = detail::device_type_index(value);
+  return i < 0 ? nullptr : &device_type_table[i];
 }
 
 constexpr bool is_known_device_type(int32_t value) noexcept {
-  return find_device_type(value) != nullptr;
+  return detail::device_type_index(value) >= 0;
 }
 
 constexpr bool is_host_accessible(DeviceType type) noexcept {
-  const DeviceTypeInfo* info = find_device_type(type);
-  return info != nullptr && info->host_accessible;
+  const int i = detail::device_type_index(type);
+  return i >= 0 && device_type_table[i].host_accessible;
 }
 
 // "kDLCUDA", or the bare number ("99") for an unknown type.

@@ -16,6 +16,10 @@ namespace {
 using dlbridge::DType;
 using dlbridge::ErrorCode;
 
+// The code table is usable at compile time, also under -fsanitize=undefined.
+static_assert(dlbridge::find_dtype_code(17)->fixed_bits == 4);
+static_assert(dlbridge::find_dtype_code(18) == nullptr);
+
 struct Canonical {
   std::string_view name;
   uint8_t code;
