@@ -10,3 +10,6 @@
 #include "tensor_view.hpp"
 #include "managed_tensor.hpp"
 #include "export.hpp"
+#include "device_request.hpp"
+#include "producer.hpp"
+#include "allocate.hpp"

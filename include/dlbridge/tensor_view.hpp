@@ -150,6 +150,14 @@ class TensorView {
     return out;
   }
 
+  // The same memory seen from another device, for memory that both reach
+  // (pinned or managed memory exported to a kDLCPU request).
+  TensorView with_device(Device device) const {
+    TensorView out = *this;
+    out.device_ = device;
+    return out;
+  }
+
   TensorView with_flags(uint64_t flags) const {
     TensorView out = *this;
     out.flags_ = flags;

@@ -1,0 +1,56 @@
+// Host allocation of new compact tensors, owned by the ManagedTensor that
+// describes them (the deleter frees the buffer).
+#pragma once
+
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <vector>
+
+#include "error.hpp"
+#include "export.hpp"
+#include "layout.hpp"
+#include "tensor_view.hpp"
+
+namespace dlbridge {
+
+// Cache-line alignment: what SIMD copies and most consumers prefer, and more
+// than any element type needs.
+inline constexpr size_t host_alignment = 64;
+
+// A new, writable, compact (row-major) host tensor with uninitialised
+// contents. Packed sub-byte dtypes stay packed. The CPU is the only device
+// this allocates on; device backends allocate their own memory.
+inline ManagedTensor allocate_compact(DType dtype, const std::vector<int64_t>& shape,
+                                      uint64_t flags = 0) {
+  validate_dtype(dtype);
+  if (shape.size() > size_t(max_ndim))
+    detail::fail(ErrorCode::invalid_argument,
+                 "ndim " + std::to_string(shape.size()) + " exceeds " +
+                     std::to_string(max_ndim) + ".");
+  for (int64_t extent : shape)
+    if (extent < 0)
+      detail::fail(ErrorCode::invalid_argument,
+                   "shape entries must be >= 0, got " + std::to_string(extent) + ".");
+  const bool padded = (flags & DLBRIDGE_FLAG_IS_SUBBYTE_TYPE_PADDED) != 0;
+  auto count = element_count(int32_t(shape.size()), shape.data());
+  std::optional<int64_t> bytes =
+      count ? compact_nbytes(*count, dtype, padded) : std::nullopt;
+  if (!bytes)
+    detail::fail(ErrorCode::invalid_argument,
+                 "The requested tensor is larger than the address space.");
+  // aligned_alloc wants a multiple of the alignment, and a nonzero size so
+  // that even an empty tensor has a real, unique address.
+  size_t rounded = size_t(*bytes);
+  rounded = rounded == 0 ? host_alignment
+                         : (rounded + host_alignment - 1) / host_alignment * host_alignment;
+  void* data = std::aligned_alloc(host_alignment, rounded);
+  if (data == nullptr)
+    detail::fail(ErrorCode::out_of_memory,
+                 "Allocating " + std::to_string(*bytes) + " bytes failed.");
+  std::shared_ptr<void> owner(data, [](void* p) { std::free(p); });
+  TensorView view = TensorView::from_data(data, dtype, shape, {}, Device{}, flags);
+  return ManagedTensor::adopt(make_versioned(view, std::move(owner), flags));
+}
+
+}  // namespace dlbridge

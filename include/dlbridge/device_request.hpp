@@ -1,0 +1,58 @@
+// What a producer answers when a consumer asks for a device (dl_device): the
+// request is served, the type is known but absent here, or the type is one
+// this build cannot serve at all. The messages extend JAX's to_dlpack ones.
+#pragma once
+
+#include <string>
+
+#include "device.hpp"
+#include "error.hpp"
+
+namespace dlbridge {
+
+enum class DeviceSupport {
+  served,       // data can be produced there
+  unavailable,  // a type dlbridge serves, but no such device or runtime here
+  unsupported,  // a type (or number) this build cannot serve
+};
+
+// The device types this build knows how to serve when a runtime is present.
+inline constexpr DeviceType servable_device_types[] = {
+    abi::kDLCPU, abi::kDLCUDA, abi::kDLCUDAHost, abi::kDLCUDAManaged};
+
+inline bool is_servable_device_type(int32_t type) noexcept {
+  for (DeviceType t : servable_device_types)
+    if (static_cast<int32_t>(t) == type) return true;
+  return false;
+}
+
+inline std::string servable_device_list() {
+  std::string text;
+  for (DeviceType t : servable_device_types) {
+    if (!text.empty()) text += ", ";
+    text += device_type_label(t);
+  }
+  return text;
+}
+
+[[noreturn]] inline void fail_unsupported_device(int32_t type) {
+  detail::fail(
+      ErrorCode::unsupported_device_type,
+      "The device specification passed to to_dlpack contains an unsupported "
+      "device type (DLDeviceType: " + device_type_label(type) + ").",
+      "dlbridge serves " + servable_device_list() +
+          ". Pass dl_device=None to keep the tensor on its own device, or "
+          "request one of those types.");
+}
+
+[[noreturn]] inline void fail_unavailable_device(Device device,
+                                                 const std::string& why) {
+  detail::fail(ErrorCode::device_unavailable,
+               "The requested device " + to_string(device) + " (" +
+                   device_type_label(device.type) + ", id " +
+                   std::to_string(device.id) + ") is not available: " + why,
+               "Request dl_device=(1, 0) for the CPU, or run where that device "
+               "and its runtime are installed.");
+}
+
+}  // namespace dlbridge
