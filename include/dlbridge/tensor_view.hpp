@@ -93,8 +93,13 @@ class TensorView {
                    "Allow a copy so that dlbridge can allocate aligned memory.");
   }
 
-  // Address of element 0: data + byte_offset.
-  void* data() const noexcept { return static_cast<char*>(data_) + byte_offset_; }
+  // Address of element 0: data + byte_offset. Added as integers because a
+  // size-0 tensor may pair data == NULL with any offset, and NULL + offset is
+  // undefined as pointer arithmetic.
+  void* data() const noexcept {
+    return reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(data_) +
+                                   uintptr_t(byte_offset_));
+  }
   // The producer's data pointer and offset, as they were given.
   void* base_data() const noexcept { return data_; }
   uint64_t byte_offset() const noexcept { return byte_offset_; }
