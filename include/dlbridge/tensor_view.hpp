@@ -57,7 +57,9 @@ class TensorView {
     if (shape.size() > size_t(max_ndim))
       detail::fail(ErrorCode::invalid_tensor,
                    "ndim " + std::to_string(shape.size()) + " exceeds " +
-                       std::to_string(max_ndim) + ".");
+                       std::to_string(max_ndim) + ".",
+                   "Reshape to at most " + std::to_string(max_ndim) +
+                       " dimensions.");
     abi::DLTensor t{};
     t.data = data;
     t.device = device.to_dl();
