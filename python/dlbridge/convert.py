@@ -1,0 +1,237 @@
+"""``dlbridge.convert``: hand an array to another library with the least work it accepts.
+
+What each library can take is data (``TARGETS``), measured against the
+installed versions by ``dlbridge doctor``; the route below only reads it.
+Python decides the route; every copy, re-layout and capsule is made by the C++
+core (``from_dlpack``, ``Tensor.copy``, ``Tensor.__dlpack__``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import math
+from typing import Any, Callable
+
+# Element types every DLPack consumer of this table understands.
+STANDARD_DTYPES = frozenset(
+    ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+     "float16", "float32", "float64", "complex64", "complex128"]
+)
+FLOAT8 = frozenset(
+    ["float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu"]
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    """What one consumer accepts; every field is a measured or documented limitation."""
+
+    name: str
+    module: str                      # what to import
+    entry: str                       # attribute path of its import function inside module
+    versioned: bool | None           # asks for DLPack >= 1.0 capsules; None: unknown
+    read_only: str                   # "honoured" | "immutable" (results never written) | "ignored"
+    strides: str                     # "any" | "nonnegative" | "permuted_compact" | "row_major"
+    devices: frozenset | None        # DLDeviceType numbers it imports; None: unknown
+    dtypes: frozenset | None         # dtype names it holds; None: unknown, let it decide
+    takes: str = "array"             # "array": calls __dlpack__ itself; "capsule": wants a capsule
+    copy_keyword: bool = True        # its from_dlpack takes copy=
+    alignment: int = 1               # below this alignment it copies on import
+    note: str = ""
+
+
+TARGETS: dict[str, Target] = {
+    t.name: t
+    for t in (
+        Target("numpy", "numpy", "from_dlpack", versioned=True, read_only="honoured", strides="any",
+               devices=frozenset({1, 3, 11}), dtypes=STANDARD_DTYPES,
+               note="no bfloat16/FP8 dtypes; host memory only"),
+        Target("torch", "torch", "from_dlpack", versioned=True, read_only="ignored", strides="nonnegative",
+               devices=frozenset({1, 2, 10}),
+               dtypes=(STANDARD_DTYPES | FLOAT8 | {"bfloat16"}) - {"uint16", "uint32", "uint64"},
+               note="never sets or honours READ_ONLY; negative strides abort the process"),
+        Target("jax", "jax.numpy", "from_dlpack", versioned=False, read_only="immutable",
+               strides="permuted_compact", devices=frozenset({1, 2, 10}),
+               dtypes=STANDARD_DTYPES | FLOAT8 | {"bfloat16", "float8_e4m3b11fnuz", "float8_e3m4", "float8_e4m3"},
+               alignment=64,
+               note="legacy capsules only; rejects non-compact and negative strides; copies unaligned data"),
+        Target("tvm_ffi", "tvm_ffi", "from_dlpack", versioned=False, read_only="ignored", strides="any",
+               devices=None, dtypes=None, copy_keyword=False,
+               note="asks for legacy capsules only; no copy keyword"),
+        Target("cupy", "cupy", "from_dlpack", versioned=True, read_only="ignored", strides="nonnegative",
+               devices=frozenset({2, 3, 13}), dtypes=STANDARD_DTYPES | {"bfloat16"},
+               note="no CPU import; negative strides were corrupted before 2026"),
+        Target("tensorflow", "tensorflow", "experimental.dlpack.from_dlpack", versioned=False,
+               read_only="ignored", strides="row_major", devices=frozenset({1, 2}),
+               dtypes=STANDARD_DTYPES | {"bfloat16"}, takes="capsule", copy_keyword=False,
+               note="takes a legacy capsule, compact row-major only"),
+    )
+}
+
+# A target we know nothing about gets the cautious reading: it may ignore READ_ONLY.
+_UNKNOWN = dict(versioned=None, read_only="ignored", strides="any", devices=None, dtypes=None, copy_keyword=False)
+
+
+@dataclasses.dataclass
+class Route:
+    """How convert hands a tensor over; doctor prints it."""
+
+    target: Target
+    copy_reason: str | None = None   # why dlbridge made a copy after the import, if it did
+
+
+def _errors():
+    import dlbridge
+
+    return dlbridge
+
+
+def _fail(cls_name: str, message: str, hint: str):
+    cls = getattr(_errors(), cls_name)
+    return cls(message, hint)
+
+
+def strides_fit(shape, strides, rule: str) -> bool:
+    """Whether (shape, strides in elements) is a layout the rule admits."""
+    if rule == "any" or math.prod(shape) == 0:
+        return True
+    # Size-1 dimensions take any stride under DLPack, so they never decide.
+    dims = [(n, s) for n, s in zip(shape, strides) if n != 1]
+    if rule == "nonnegative":
+        return all(s >= 0 for _, s in dims)
+    if rule == "row_major":
+        order = dims
+    elif rule == "permuted_compact":
+        order = sorted(dims, key=lambda d: -d[1])
+    else:
+        raise ValueError(f"unknown stride rule {rule!r}")
+    expected = 1
+    for n, s in reversed(order):
+        if s != expected:
+            return False
+        expected *= n
+    return True
+
+
+def resolve(to) -> tuple[Target, Callable[..., Any] | None]:
+    """The Target for `to` and its import function (None for dlbridge itself)."""
+    if isinstance(to, str):
+        if to == "dlbridge":
+            return Target("dlbridge", "dlbridge", "from_dlpack", True, "honoured", "any", None, None), None
+        target = TARGETS.get(to)
+        if target is None:
+            try:
+                module = importlib.import_module(to)
+            except ImportError:
+                known = ", ".join(["dlbridge", *TARGETS])
+                raise ValueError(f"unknown conversion target {to!r}; use one of {known}, "
+                                 "or pass a module or callable that has from_dlpack") from None
+            return _resolve_object(module)
+        module = importlib.import_module(target.module)
+        fn = module
+        for part in target.entry.split("."):
+            fn = getattr(fn, part)
+        return target, fn
+    return _resolve_object(to)
+
+
+def _resolve_object(to) -> tuple[Target, Callable[..., Any]]:
+    fn = getattr(to, "from_dlpack", None)
+    if fn is None and callable(to):
+        fn = to
+    if fn is None:
+        raise TypeError(f"convert target {to!r} is neither a known name nor has from_dlpack")
+    name = getattr(to, "__name__", type(to).__name__)
+    base = name.split(".")[0]
+    if base in TARGETS:
+        # A module we have data for, passed by object rather than by name.
+        return TARGETS[base], fn
+    return Target(name, name, "from_dlpack", **_UNKNOWN), fn
+
+
+def _device_name(code: int) -> str:
+    try:
+        return _errors().DeviceType(code).name
+    except (ValueError, AttributeError):
+        return str(code)
+
+
+def plan(tensor, target: Target, copy: bool | None) -> Route:
+    """Decide whether `tensor` (a dlbridge.Tensor) must be copied for `target`; raise if it may not."""
+    route = Route(target)
+    dev = int(tensor.device.type)
+    if target.devices is not None and dev not in target.devices:
+        supported = ", ".join(_device_name(d) for d in sorted(target.devices))
+        raise _fail("UnsupportedDeviceError",
+                    f"The device specification passed to to_dlpack contains an unsupported device type "
+                    f"(DLDeviceType: {_device_name(dev)}) for {target.name}, which imports {supported}.",
+                    f"Pass device= one of those (e.g. device='cpu') to convert.")
+    if target.dtypes is not None and tensor.dtype.name not in target.dtypes:
+        raise _fail("UnsupportedDTypeError",
+                    f"{target.name} cannot hold dtype {tensor.dtype.name}.",
+                    "Cast in the source library first (e.g. to float32), or choose a target that holds it.")
+    reasons = []
+    if not strides_fit(tensor.shape, tensor.strides, target.strides):
+        if copy is False:
+            raise _fail("LayoutError",
+                        f"{target.name} cannot represent strides {tensor.strides} for shape {tensor.shape} "
+                        f"(it needs {target.strides.replace('_', ' ')} strides) and copy=False forbids the re-layout.",
+                        "Pass copy=None to let dlbridge make one compact copy.")
+        reasons.append(f"{target.name} needs {target.strides.replace('_', ' ')} strides")
+    if tensor.readonly:
+        if target.read_only == "immutable" and target.versioned is False:
+            # The data stays unwritten, but a legacy capsule cannot carry the flag.
+            if copy is False:
+                raise _fail("CopyRequiredError",
+                            f"{target.name} only speaks legacy capsules, which cannot carry read-only data "
+                            "without a copy, and copy=False forbids the copy.",
+                            "Pass copy=None or copy=True.")
+            reasons.append(f"{target.name} only speaks legacy capsules, which cannot carry READ_ONLY")
+        elif target.read_only != "honoured" and target.read_only != "immutable":
+            raise _fail("ReadOnlyError",
+                        f"The data is read-only and {target.name} cannot see the READ_ONLY flag, "
+                        "so a write through the result would change memory that must not change.",
+                        "Pass copy=True to hand over a private, writable copy.")
+    if not reasons and target.alignment > 1 and tensor.data_ptr % target.alignment and tensor.size:
+        if copy is False:
+            raise _fail("CopyRequiredError",
+                        f"{target.name} copies data that is not aligned to {target.alignment} bytes, "
+                        "and copy=False forbids the copy.",
+                        "Pass copy=None, or allocate the source aligned.")
+        # The target copies on import anyway; a copy here would only add a second one.
+    if reasons:
+        route.copy_reason = "; ".join(reasons)
+    return route
+
+
+def convert(x, to, /, *, device=None, copy=None):
+    """Hand `x` to `to` ("numpy", "torch", "jax", "cupy", "tensorflow", "tvm_ffi", "dlbridge",
+    or a module/callable with from_dlpack), zero-copy where the target allows, with the one
+    smallest copy where it must, and an error rather than a silently wrong result."""
+    import dlbridge
+
+    target, fn = resolve(to)
+    tensor = dlbridge.from_dlpack(x, device=device, copy=copy)
+    if fn is None:
+        return tensor
+    route = plan(tensor, target, copy)
+    if route.copy_reason is not None:
+        tensor = tensor.copy()
+    if target.takes == "capsule":
+        return fn(tensor.__dlpack__(max_version=(1, 3) if target.versioned else None))
+    if copy is False and target.copy_keyword:
+        # The target must not copy behind our back either.
+        return fn(tensor, copy=False)
+    return fn(tensor)
+
+
+def explain_route(x, to, /, *, device=None, copy=None) -> Route:
+    """The route convert would take, without handing anything over (for doctor)."""
+    import dlbridge
+
+    target, fn = resolve(to)
+    tensor = dlbridge.from_dlpack(x, device=device, copy=copy)
+    if fn is None:
+        return Route(target)
+    return plan(tensor, target, copy)

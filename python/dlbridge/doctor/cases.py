@@ -1,0 +1,73 @@
+"""The matrix of dtypes and layouts each pair is tried on, built as NumPy arrays."""
+
+from __future__ import annotations
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    name: str
+    dtype: str
+    layout: str
+
+    def build(self):
+        """A fresh NumPy array with this dtype and layout and distinguishable values."""
+        import numpy as np
+
+        dtype = _numpy_dtype(self.dtype)
+        base = np.arange(24, dtype=np.float64).reshape(4, 6)
+        if self.dtype == "bool":
+            base = base % 3 == 0
+        elif self.dtype.startswith("complex"):
+            base = base + 1j * base[::-1]
+        a = np.ascontiguousarray(base.astype(dtype))
+        layout = LAYOUTS[self.layout]
+        return layout(a)
+
+
+def _numpy_dtype(name: str):
+    import numpy as np
+
+    if name == "bfloat16":
+        import ml_dtypes
+
+        return ml_dtypes.bfloat16
+    return np.dtype(name)
+
+
+def _read_only(a):
+    a.flags.writeable = False
+    return a
+
+
+LAYOUTS = {
+    "contiguous": lambda a: a,
+    "transposed": lambda a: a.T,
+    "strided": lambda a: a[:, ::2],
+    "negative": lambda a: a[:, ::-1],
+    "0-d": lambda a: a[1, 2, ...].copy(),
+    "size-0": lambda a: a[:0],
+    "read-only": _read_only,
+}
+
+DTYPES = ("bool", "int8", "int32", "int64", "uint8", "float16", "float32", "float64",
+          "complex64", "complex128", "bfloat16")
+
+# Every dtype on the plain layout, every layout on float32: the interesting
+# failures are per dtype or per layout, rarely per combination.
+CASES = tuple(
+    [Case(d, d, "contiguous") for d in DTYPES]
+    + [Case(lay, "float32", lay) for lay in LAYOUTS if lay != "contiguous"]
+)
+
+
+def by_name(name: str) -> Case:
+    return next(c for c in CASES if c.name == name)
+
+
+def available(cases=CASES):
+    """Cases whose dtype this interpreter can build (bfloat16 needs ml_dtypes)."""
+    from .libraries import importable
+
+    return tuple(c for c in cases if c.dtype != "bfloat16" or importable("ml_dtypes"))

@@ -1,0 +1,150 @@
+"""One exchange, tried and classified: zero-copy, copy, fails (with code and fix), or wrong."""
+
+from __future__ import annotations
+
+import statistics
+import timeit
+
+from .cases import by_name
+from .libraries import Library, NotApplicable
+
+ZERO_COPY, COPY, OK, FAILS, WRONG, CRASH, NA = "zero-copy", "copy", "ok", "fails", "wrong", "crash", "n/a"
+
+
+def error_info(exc: BaseException) -> dict:
+    message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return {
+        "type": type(exc).__name__,
+        "message": message[:300],
+        "code": getattr(exc, "code", None) if isinstance(getattr(exc, "code", None), str) else None,
+        "hint": getattr(exc, "hint", None) or None,
+    }
+
+
+def _consumer_call(route: str, consumer: Library):
+    if route == "direct":
+        return consumer.consume
+    from dlbridge.convert import convert
+
+    return lambda x: convert(x, consumer.name)
+
+
+def run_case(libs: dict, producer: str, consumer: str, case_name: str, route: str) -> dict:
+    import numpy as np
+
+    prod, cons = libs[producer], libs[consumer]
+    case = by_name(case_name)
+    result = {"producer": producer, "consumer": consumer, "case": case_name, "route": route,
+              "status": NA, "error": None, "readonly": None, "note": None}
+    try:
+        source = prod.make(case.build())
+    except NotApplicable as exc:
+        result["note"] = str(exc)
+        return result
+    except Exception as exc:
+        result["note"] = f"producer cannot make it: {type(exc).__name__}: {exc}"[:200]
+        return result
+    if route == "dlbridge":
+        try:
+            from dlbridge.convert import explain_route
+
+            result["note"] = explain_route(source, consumer).copy_reason
+        except Exception:
+            pass  # the conversion below reports the failure itself
+    try:
+        out = _consumer_call(route, cons)(source)
+    except Exception as exc:
+        result["status"] = FAILS
+        result["error"] = error_info(exc)
+        return result
+    expected = case.build()
+    try:
+        got = cons.to_numpy(out)
+        same = got.shape == expected.shape and np.array_equal(got, expected)
+    except Exception as exc:
+        same = None
+        result["note"] = f"values not checked: {type(exc).__name__}"
+    if same is False:
+        result["status"] = WRONG
+        result["error"] = {"type": "WrongResult", "message": "values or shape differ from the source",
+                           "code": None, "hint": None}
+        return result
+    if expected.size == 0:
+        result["status"] = OK
+    else:
+        try:
+            result["status"] = ZERO_COPY if prod.data_ptr(source) == cons.data_ptr(out) else COPY
+        except Exception:
+            result["status"] = OK
+    if case.layout == "read-only":
+        writable = cons.writable(out)
+        result["readonly"] = "immutable" if writable is None else ("lost" if writable else "kept")
+    return result
+
+
+class _Spy:
+    """Stands in for the producer's array and records what the consumer asks for."""
+
+    def __init__(self, inner):
+        self._inner = inner
+        self.asked = None
+        self.answered = None
+
+    def __dlpack__(self, **kwargs):
+        self.asked = {k: v for k, v in kwargs.items()}
+        capsule = self._inner.__dlpack__(**kwargs)
+        self.answered = _capsule_name(capsule)
+        return capsule
+
+    def __dlpack_device__(self):
+        return self._inner.__dlpack_device__()
+
+
+def _capsule_name(capsule) -> str:
+    text = repr(capsule)
+    return text.split('"')[1] if '"' in text else text
+
+
+def _median_us(fn, number: int, repeat: int) -> float:
+    times = timeit.repeat(fn, number=number, repeat=repeat)
+    return statistics.median(times) / number * 1e6
+
+
+def probe_pair(libs: dict, producer: str, consumer: str, number: int = 50, repeat: int = 5) -> dict:
+    """Versions spoken between the two, and the median cost of one exchange per route."""
+    prod, cons = libs[producer], libs[consumer]
+    source = prod.make(by_name("float32").build())
+    out = {"producer": producer, "consumer": consumer, "asked": None, "answered": None,
+           "cost_us": {"direct": None, "dlbridge": None}}
+    spy = _Spy(source)
+    try:
+        cons.consume(spy)
+        out["asked"] = {k: (list(v) if isinstance(v, tuple) else v) for k, v in (spy.asked or {}).items()}
+        out["answered"] = spy.answered
+    except Exception as exc:
+        out["asked"] = spy.asked and {k: repr(v) for k, v in spy.asked.items()}
+        out["answered"] = f"failed: {type(exc).__name__}"
+    for route in ("direct", "dlbridge"):
+        call = _consumer_call(route, cons)
+        try:
+            call(source)
+            out["cost_us"][route] = round(_median_us(lambda: call(source), number, repeat), 2)
+        except Exception:
+            pass
+    return out
+
+
+def producer_info(lib: Library) -> dict:
+    """What the producer answers when asked for DLPack 1.3, and its C exchange API."""
+    info = {"name": lib.name, "version": lib.version, "c_exchange_api": lib.c_exchange_api,
+            "speaks": None, "driven": lib.make is not None}
+    if lib.make is None:
+        return info
+    try:
+        source = lib.make(by_name("float32").build())
+        info["speaks"] = "versioned" if _capsule_name(source.__dlpack__(max_version=(1, 3))) == "dltensor_versioned" else "legacy"
+    except TypeError:
+        info["speaks"] = "legacy (no max_version keyword)"
+    except Exception as exc:
+        info["speaks"] = f"failed: {type(exc).__name__}"
+    return info

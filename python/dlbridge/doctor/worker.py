@@ -1,0 +1,52 @@
+"""The child process that performs exchanges, so that a consumer which aborts the
+process (PyTorch on negative strides) costs one case, not the whole report.
+
+Protocol: one JSON plan on stdin; one JSON line per task on stdout, a "start"
+line before the task runs and a "done" line after, so the parent knows which
+task was running when the process died.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import warnings
+
+
+def _run(task, libs, missing):
+    from . import exchange
+
+    kind = task["kind"]
+    needed = [n for n in (task.get("producer"), task.get("consumer")) if n]
+    absent = [n for n in needed if n not in libs]
+    if absent:
+        return {**task, "status": exchange.NA, "note": "; ".join(f"{n}: {missing.get(n, 'not loaded')}" for n in absent)}
+    if kind == "producer":
+        return exchange.producer_info(libs[task["producer"]])
+    if kind == "probe":
+        return exchange.probe_pair(libs, task["producer"], task["consumer"], task["number"], task["repeat"])
+    return exchange.run_case(libs, task["producer"], task["consumer"], task["case"], task["route"])
+
+
+def main() -> int:
+    warnings.simplefilter("ignore")
+    from .libraries import discover
+
+    plan = json.load(sys.stdin)
+    libs, missing = discover(plan["libraries"])
+    out = sys.stdout
+    for index, task in plan["tasks"]:
+        out.write(json.dumps({"start": index}) + "\n")
+        out.flush()
+        try:
+            result = _run(task, libs, missing)
+        except Exception as exc:  # a bug in an adapter is reported against its task
+            result = {**task, "status": "fails", "error": {"type": type(exc).__name__, "message": str(exc)[:300],
+                                                         "code": None, "hint": None}}
+        out.write(json.dumps({"done": index, "result": result}, default=str) + "\n")
+        out.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
