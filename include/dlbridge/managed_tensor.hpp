@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -29,6 +30,9 @@ template <typename Outer, typename Inner>
 struct Wrapper {
   Outer outer{};
   Inner* inner = nullptr;
+  // Strides for an outer versioned struct when a legacy inner one has NULL:
+  // DLPack >= 1.2 requires them whenever ndim != 0.
+  SmallDims strides;
 
   static void destroy(Outer* self) noexcept {
     auto* wrapper = static_cast<Wrapper*>(self->manager_ctx);
@@ -130,14 +134,18 @@ class ManagedTensor {
     if (versioned_) return std::exchange(versioned_, nullptr);
     if (!legacy_) return nullptr;
     using W = detail::Wrapper<abi::DLManagedTensorVersioned, abi::DLManagedTensor>;
-    auto* wrapper = new W;
+    auto wrapper = std::make_unique<W>();
+    wrapper->outer.dl_tensor = legacy_->dl_tensor;
+    if (wrapper->outer.dl_tensor.strides == nullptr && view_.ndim() > 0) {
+      wrapper->strides.assign(view_.strides(), view_.ndim());
+      wrapper->outer.dl_tensor.strides = wrapper->strides.data();
+    }
     wrapper->inner = std::exchange(legacy_, nullptr);
     wrapper->outer.version = dlpack_version;
-    wrapper->outer.manager_ctx = wrapper;
+    wrapper->outer.manager_ctx = wrapper.get();
     wrapper->outer.deleter = &W::destroy;
     wrapper->outer.flags = legacy_flags_;
-    wrapper->outer.dl_tensor = wrapper->inner->dl_tensor;
-    return &wrapper->outer;
+    return &wrapper.release()->outer;
   }
 
   // Hands the tensor over as a legacy struct. A read-only tensor is refused
