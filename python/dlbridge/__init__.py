@@ -1,5 +1,38 @@
-"""dlbridge: one correct, fast bridge for DLPack tensors between array libraries."""
+"""dlbridge: one correct, fast bridge for DLPack tensors between array libraries.
 
-from ._core import DLPACK_VERSION, __version__
+    t = dlbridge.from_dlpack(x)      # any array-like in, a validated zero-copy Tensor out
+    numpy.from_dlpack(t)            # and out again to any DLPack consumer
+"""
 
-__all__ = ["DLPACK_VERSION", "__version__"]
+from ._core import (
+    DLPACK_VERSION,
+    Device,
+    DeviceType,
+    DType,
+    Tensor,
+    __version__,
+    empty,
+    from_dlpack,
+    inspect_capsule,
+    to_dlpack,
+)
+from .errors import (
+    ConsumedCapsuleError,
+    CopyRequiredError,
+    DeviceUnavailableError,
+    DLPackError,
+    InvalidTensorError,
+    LayoutError,
+    ReadOnlyError,
+    StreamError,
+    UnsupportedDeviceError,
+    UnsupportedDTypeError,
+    VersionError,
+)
+
+__all__ = [
+    "DLPACK_VERSION", "Device", "DeviceType", "DType", "Tensor", "__version__", "empty", "from_dlpack",
+    "inspect_capsule", "to_dlpack", "ConsumedCapsuleError", "CopyRequiredError", "DeviceUnavailableError",
+    "DLPackError", "InvalidTensorError", "LayoutError", "ReadOnlyError", "StreamError",
+    "UnsupportedDeviceError", "UnsupportedDTypeError", "VersionError",
+]

@@ -1,12 +1,17 @@
 // The dlbridge._core extension: the Python face of the C++ core.
-#include <nanobind/nanobind.h>
-
-#include <dlbridge/dlbridge.hpp>
-
-namespace nb = nanobind;
+#include "bindings.hpp"
 
 NB_MODULE(_core, m) {
+  using namespace dlbridge::python;
   m.attr("__version__") = DLBRIDGE_VERSION_STRING;
-  m.attr("DLPACK_VERSION") =
-      nb::make_tuple(DLBRIDGE_DLPACK_MAJOR, DLBRIDGE_DLPACK_MINOR);
+  m.attr("DLPACK_VERSION") = nb::make_tuple(DLBRIDGE_DLPACK_MAJOR, DLBRIDGE_DLPACK_MINOR);
+  m.attr("FLAG_READ_ONLY") = DLBRIDGE_FLAG_READ_ONLY;
+  m.attr("FLAG_IS_COPIED") = DLBRIDGE_FLAG_IS_COPIED;
+  m.attr("FLAG_IS_SUBBYTE_TYPE_PADDED") = DLBRIDGE_FLAG_IS_SUBBYTE_TYPE_PADDED;
+  register_error_translator(m);
+  bind_types(m);
+  bind_capsules(m);
+  bind_tensor(m);
+  bind_import(m);
+  bind_testing(m);
 }

@@ -1,0 +1,73 @@
+// Shared declarations of the dlbridge._core extension. The exchange logic is
+// in include/dlbridge/; these files translate between it and Python.
+#pragma once
+
+#include <nanobind/nanobind.h>
+
+#include <dlbridge/dlbridge.hpp>
+#include <dlbridge/copy.hpp>
+
+#include <memory>
+#include <optional>
+
+namespace dlbridge::python {
+
+namespace nb = nanobind;
+
+// dlbridge.Tensor: a validated view plus shared ownership of the memory, so
+// every export of the same tensor costs one small allocation and no Python.
+struct Tensor {
+  std::shared_ptr<const ManagedTensor> storage;
+  TensorView view;
+};
+
+// What a caller of __dlpack__ / from_dlpack asked for, already parsed.
+struct ExchangeRequest {
+  std::optional<abi::DLPackVersion> max_version;
+  std::optional<Device> device;
+  std::optional<bool> copy;
+  nb::object stream = nb::none();
+};
+
+// --- errors.cpp
+void register_error_translator(nb::module_& m);
+// The one boundary for C entry points: sets the Python error that the C++
+// exception stands for. Used by raw slots and C function pointers, which
+// return -1 instead of letting an exception cross.
+void set_python_error(std::exception_ptr error) noexcept;
+
+// --- types.cpp
+void bind_types(nb::module_& m);
+Device device_from_python(nb::handle value);
+DType dtype_from_python(nb::handle value);
+std::optional<abi::DLPackVersion> max_version_from_python(nb::handle value);
+std::optional<Device> dl_device_from_python(nb::handle value);
+std::optional<bool> copy_from_python(nb::handle value);
+nb::object device_type_to_python(DeviceType type);
+
+// --- capsule.cpp
+// Consumes a "dltensor" / "dltensor_versioned" capsule exactly once.
+ManagedTensor consume_capsule(nb::handle capsule, uint64_t legacy_flags = 0);
+nb::object make_capsule(const Tensor& tensor, ExportFormat format,
+                        uint64_t extra_flags);
+nb::dict inspect_capsule(nb::handle capsule);
+void bind_capsules(nb::module_& m);
+
+// --- tensor.cpp
+void bind_tensor(nb::module_& m);
+nb::object wrap_tensor(Tensor tensor);
+Tensor tensor_from_managed(ManagedTensor managed);
+Tensor copy_tensor(const Tensor& source, Device target);
+nb::object export_capsule(const Tensor& tensor, const ExchangeRequest& request);
+
+// --- import.cpp
+Tensor import_object(nb::handle x, const ExchangeRequest& request);
+void bind_import(nb::module_& m);
+
+// --- testing.cpp
+void bind_testing(nb::module_& m);
+
+// True while the interpreter shuts down: deleters must not touch Python then.
+bool python_is_finalizing() noexcept;
+
+}  // namespace dlbridge::python

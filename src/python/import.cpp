@@ -1,0 +1,292 @@
+// from_dlpack / to_dlpack / empty: reading any array-like object into a
+// dlbridge.Tensor. Order of preference: a dlbridge.Tensor, a raw capsule,
+// __dlpack__, the buffer protocol, __array_interface__.
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <string>
+#include <unordered_map>
+
+#include "bindings.hpp"
+
+namespace dlbridge::python {
+
+namespace {
+
+// Keeps a Python object alive for as long as a tensor borrows its memory.
+// The last reference may drop on any thread, or during shutdown, when
+// touching Python is no longer allowed.
+struct PythonOwner {
+  PyObject* object;
+  Py_buffer buffer{};
+  bool has_buffer = false;
+
+  ~PythonOwner() {
+    if (!Py_IsInitialized() || python_is_finalizing()) return;
+    PyGILState_STATE state = PyGILState_Ensure();
+    if (has_buffer) PyBuffer_Release(&buffer);
+    Py_XDECREF(object);
+    PyGILState_Release(state);
+  }
+};
+
+// How much of the DLPack keyword protocol a producer type accepts, learnt
+// from the first call and remembered: probing by TypeError on every call
+// would cost microseconds each time.
+enum class ProtocolLevel : uint8_t { all_keywords, max_version_only, no_keywords };
+
+struct ProducerType {
+  nb::object type;  // a strong reference keeps the address from being reused
+  ProtocolLevel level;
+};
+
+std::unordered_map<PyTypeObject*, ProducerType>& producer_types() {
+  static auto* cache = new std::unordered_map<PyTypeObject*, ProducerType>();
+  return *cache;
+}
+
+nb::object dlpack_version_tuple() {
+  static PyObject* version =
+      nb::make_tuple(DLBRIDGE_DLPACK_MAJOR, DLBRIDGE_DLPACK_MINOR).release().ptr();
+  return nb::borrow(version);
+}
+
+nb::object call_dlpack(nb::handle x, ProtocolLevel level, const ExchangeRequest& request) {
+  nb::object method = x.attr("__dlpack__");
+  if (level == ProtocolLevel::no_keywords) return method();
+  nb::dict kwargs;
+  kwargs["max_version"] = dlpack_version_tuple();
+  if (!request.stream.is_none()) kwargs["stream"] = request.stream;
+  if (level == ProtocolLevel::all_keywords) {
+    if (request.device)
+      kwargs["dl_device"] = nb::make_tuple(int32_t(request.device->type), request.device->id);
+    // copy=True is not forwarded: dlbridge copies itself, so that "never
+    // aliases" holds even for producers that ignore the keyword.
+    if (request.copy == false) kwargs["copy"] = false;
+  }
+  return method(**kwargs);
+}
+
+// Calls x.__dlpack__ with as many keywords as its type understands.
+ManagedTensor import_dlpack(nb::handle x, const ExchangeRequest& request) {
+  PyTypeObject* type = Py_TYPE(x.ptr());
+  auto& cache = producer_types();
+  auto known = cache.find(type);
+  if (known != cache.end())
+    return consume_capsule(call_dlpack(x, known->second.level, request));
+  const ProtocolLevel ladder[] = {ProtocolLevel::all_keywords, ProtocolLevel::max_version_only,
+                                  ProtocolLevel::no_keywords};
+  const bool extras = request.device || request.copy == false;
+  for (ProtocolLevel level : ladder) {
+    if (level == ProtocolLevel::all_keywords && !extras) continue;
+    try {
+      nb::object capsule = call_dlpack(x, level, request);
+      // Remember only what a plain max_version probe taught: a TypeError for
+      // dl_device may be about the device, not about the keyword.
+      if (level != ProtocolLevel::all_keywords)
+        cache.emplace(type, ProducerType{nb::borrow(reinterpret_cast<PyObject*>(type)), level});
+      return consume_capsule(capsule);
+    } catch (nb::python_error& e) {
+      if (!e.matches(PyExc_TypeError) || level == ProtocolLevel::no_keywords) throw;
+    }
+  }
+  throw nb::type_error("unreachable");
+}
+
+[[noreturn]] void unsupported_format(const std::string& what) {
+  detail::fail(ErrorCode::unsupported_dtype,
+               "dlbridge cannot represent the element type " + what + " in DLPack.",
+               "Convert the data to a standard numeric dtype first.");
+}
+
+// A struct-module format with one element ("<f", "=q", "Zd") as a DType.
+DType dtype_from_buffer_format(const char* format, int64_t itemsize) {
+  std::string f = format ? format : "B";
+  if (!f.empty() && (f[0] == '@' || f[0] == '=' || f[0] == '<')) f = f.substr(1);
+  else if (!f.empty() && (f[0] == '>' || f[0] == '!'))
+    unsupported_format("'" + f + "' (big-endian)");
+  const auto bits = uint8_t(itemsize * 8);
+  if (f == "?") return DType{abi::kDLBool, 8, 1};
+  if (f == "b" || f == "h" || f == "i" || f == "l" || f == "q" || f == "n")
+    return DType{abi::kDLInt, bits, 1};
+  if (f == "B" || f == "H" || f == "I" || f == "L" || f == "Q" || f == "N" || f == "c")
+    return DType{abi::kDLUInt, bits, 1};
+  if (f == "e" || f == "f" || f == "d") return DType{abi::kDLFloat, bits, 1};
+  if (f == "Zf" || f == "Zd") return DType{abi::kDLComplex, bits, 1};
+  unsupported_format("'" + f + "' (buffer format)");
+}
+
+// "<f4", "|b1", "<c8" as a DType.
+DType dtype_from_typestr(const std::string& typestr) {
+  if (typestr.size() < 3) unsupported_format("'" + typestr + "'");
+  const char order = typestr[0], kind = typestr[1];
+  if (order == '>') unsupported_format("'" + typestr + "' (big-endian)");
+  int64_t itemsize = 0;
+  for (size_t i = 2; i < typestr.size(); ++i) {
+    if (typestr[i] < '0' || typestr[i] > '9' || itemsize > 1024)
+      unsupported_format("'" + typestr + "'");
+    itemsize = itemsize * 10 + (typestr[i] - '0');
+  }
+  const auto bits = uint8_t(itemsize * 8);
+  if (itemsize <= 0 || itemsize > 16) unsupported_format("'" + typestr + "'");
+  switch (kind) {
+    case 'b': return DType{abi::kDLBool, 8, 1};
+    case 'i': return DType{abi::kDLInt, bits, 1};
+    case 'u': return DType{abi::kDLUInt, bits, 1};
+    case 'f': return DType{abi::kDLFloat, bits, 1};
+    case 'c': return DType{abi::kDLComplex, bits, 1};
+  }
+  unsupported_format("'" + typestr + "'");
+}
+
+std::vector<int64_t> element_strides(const std::vector<int64_t>& byte_strides, int64_t itemsize) {
+  std::vector<int64_t> out;
+  for (int64_t s : byte_strides) {
+    if (s % itemsize != 0)
+      detail::fail(ErrorCode::unsupported_layout,
+                   "A byte stride of " + std::to_string(s) +
+                       " is not a multiple of the item size " + std::to_string(itemsize) +
+                       "; DLPack counts strides in elements.",
+                   "Copy the data into a regular array first.");
+    out.push_back(s / itemsize);
+  }
+  return out;
+}
+
+Tensor tensor_over_python_memory(std::shared_ptr<PythonOwner> owner, void* data, DType dtype,
+                                 const std::vector<int64_t>& shape,
+                                 const std::vector<int64_t>& strides, bool readonly) {
+  const uint64_t flags = readonly ? DLBRIDGE_FLAG_READ_ONLY : 0;
+  TensorView view = TensorView::from_data(data, dtype, shape, strides, Device{}, flags);
+  return tensor_from_managed(ManagedTensor::adopt(make_versioned(view, std::move(owner), flags)));
+}
+
+Tensor import_buffer(nb::handle x) {
+  auto owner = std::make_shared<PythonOwner>();
+  owner->object = nullptr;
+  if (PyObject_GetBuffer(x.ptr(), &owner->buffer, PyBUF_RECORDS_RO) != 0) throw nb::python_error();
+  owner->has_buffer = true;
+  const Py_buffer& b = owner->buffer;
+  DType dtype = dtype_from_buffer_format(b.format, b.itemsize);
+  if (int64_t(dtype.element_bytes()) != b.itemsize)
+    unsupported_format(std::string("'") + (b.format ? b.format : "B") + "' of itemsize " +
+                       std::to_string(b.itemsize));
+  std::vector<int64_t> shape(b.shape, b.shape + b.ndim), byte_strides;
+  if (b.strides) byte_strides.assign(b.strides, b.strides + b.ndim);
+  std::vector<int64_t> strides = element_strides(byte_strides, b.itemsize);
+  return tensor_over_python_memory(owner, b.buf, dtype, shape, strides, b.readonly != 0);
+}
+
+std::vector<int64_t> int_tuple(nb::handle value, const char* what) {
+  std::vector<int64_t> out;
+  for (nb::handle item : nb::borrow<nb::sequence>(value)) {
+    if (!PyLong_Check(item.ptr()))
+      throw nb::type_error((std::string(what) + " entries must be ints.").c_str());
+    out.push_back(nb::cast<int64_t>(item));
+  }
+  return out;
+}
+
+Tensor import_array_interface(nb::handle x, nb::handle interface) {
+  if (!PyDict_Check(interface.ptr()))
+    throw nb::type_error("__array_interface__ must be a dict.");
+  nb::dict d = nb::borrow<nb::dict>(interface);
+  if (!d.contains("shape") || !d.contains("typestr") || !d.contains("data") || d["data"].is_none())
+    throw nb::type_error("__array_interface__ needs 'shape', 'typestr' and a 'data' tuple.");
+  DType dtype = dtype_from_typestr(nb::cast<std::string>(d["typestr"]));
+  nb::tuple data = nb::borrow<nb::tuple>(d["data"]);
+  auto address = nb::cast<uintptr_t>(data[0]);
+  bool readonly = nb::cast<bool>(data[1]);
+  std::vector<int64_t> shape = int_tuple(d["shape"], "shape"), strides;
+  if (d.contains("strides") && !d["strides"].is_none())
+    strides = element_strides(int_tuple(d["strides"], "strides"), dtype.element_bytes());
+  auto owner = std::make_shared<PythonOwner>();
+  owner->object = nb::borrow(x).release().ptr();
+  return tensor_over_python_memory(owner, reinterpret_cast<void*>(address), dtype, shape, strides,
+                                   readonly);
+}
+
+// Applies what the producer could not: a move to another device, or the
+// copy that copy=True promises.
+Tensor finish_import(Tensor t, const ExchangeRequest& request, bool copied_by_producer) {
+  const Device source = t.view.device();
+  const Device target = request.device.value_or(source);
+  const bool host_alias = target == Device{} && is_host_accessible(source.type);
+  const bool moved = target != source && !host_alias;
+  if (moved && request.copy == false)
+    detail::fail(ErrorCode::copy_required,
+                 "The tensor is on " + to_string(source) + " but device=" + to_string(target) +
+                     " was requested with copy=False.",
+                 "Pass copy=None to allow the transfer.");
+  if (moved || (request.copy == true && !copied_by_producer)) return copy_tensor(t, target);
+  if (target != source) t.view = t.view.with_device(target);
+  return t;
+}
+
+}  // namespace
+
+Tensor import_object(nb::handle x, const ExchangeRequest& request) {
+  if (nb::isinstance<Tensor>(x)) return finish_import(nb::cast<Tensor>(x), request, false);
+  if (PyCapsule_CheckExact(x.ptr()))
+    return finish_import(tensor_from_managed(consume_capsule(x)), request, false);
+  if (nb::hasattr(x, "__dlpack__")) {
+    ManagedTensor managed = import_dlpack(x, request);
+    const bool copied = (managed.flags() & DLBRIDGE_FLAG_IS_COPIED) != 0;
+    return finish_import(tensor_from_managed(std::move(managed)), request, copied);
+  }
+  if (PyObject_CheckBuffer(x.ptr())) return finish_import(import_buffer(x), request, false);
+  nb::object interface = nb::getattr(x, "__array_interface__", nb::none());
+  if (!interface.is_none())
+    return finish_import(import_array_interface(x, interface), request, false);
+  if (nb::hasattr(x, "__cuda_array_interface__"))
+    fail_unavailable_device(Device{abi::kDLCUDA, 0},
+                            "reading __cuda_array_interface__ needs the CUDA runtime, "
+                            "which was not found.");
+  throw nb::type_error((std::string("dlbridge.from_dlpack cannot read a ") +
+                        nb::type_name(x).c_str() +
+                        ": it has no __dlpack__, buffer protocol or __array_interface__.")
+                           .c_str());
+}
+
+void bind_import(nb::module_& m) {
+  m.def("from_dlpack",
+        [](nb::handle x, nb::handle device, nb::handle copy) {
+          ExchangeRequest request{std::nullopt, dl_device_from_python(device),
+                                  copy_from_python(copy), nb::none()};
+          return import_object(x, request);
+        },
+        nb::arg("x"), nb::kw_only(), nb::arg("device") = nb::none(), nb::arg("copy") = nb::none(),
+        "Import x (a DLPack producer, a DLPack capsule, or any object with the buffer "
+        "protocol or __array_interface__) as a dlbridge.Tensor, zero-copy whenever the "
+        "request allows. copy=True never aliases; copy=False never copies.");
+  m.def("to_dlpack",
+        [](nb::handle x, nb::handle stream, nb::handle max_version, nb::handle dl_device,
+           nb::handle copy) {
+          Tensor t = import_object(x, ExchangeRequest{});
+          ExchangeRequest request{max_version_from_python(max_version),
+                                  dl_device_from_python(dl_device), copy_from_python(copy),
+                                  nb::borrow(stream)};
+          return export_capsule(t, request);
+        },
+        nb::arg("x"), nb::kw_only(), nb::arg("stream") = nb::none(),
+        nb::arg("max_version") = nb::none(), nb::arg("dl_device") = nb::none(),
+        nb::arg("copy") = nb::none(),
+        "Export any array-like object as a DLPack capsule with the DLPack producer rules.");
+  m.def("empty",
+        [](nb::handle shape, nb::handle dtype, nb::handle device) {
+          Device target = device_from_python(device);
+          if (target != Device{}) {
+            if (device_support(target) == DeviceSupport::unsupported)
+              fail_unsupported_device(target.type);
+            fail_unavailable_device(target, "no runtime for it was found.");
+          }
+          std::vector<int64_t> dims;
+          if (PyLong_Check(shape.ptr())) dims.push_back(nb::cast<int64_t>(shape));
+          else dims = int_tuple(shape, "shape");
+          return tensor_from_managed(allocate_compact(dtype_from_python(dtype), dims));
+        },
+        nb::arg("shape"), nb::arg("dtype") = "float32", nb::arg("device") = "cpu",
+        "A new, writable, compact tensor with uninitialised contents.");
+}
+
+}  // namespace dlbridge::python

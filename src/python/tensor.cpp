@@ -1,0 +1,241 @@
+// dlbridge.Tensor: properties, __dlpack__ / __dlpack_device__, the buffer
+// protocol for host memory, copy() and repr.
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+
+#include <string>
+
+#include "bindings.hpp"
+
+namespace dlbridge::python {
+
+namespace {
+
+nb::tuple dims_tuple(const int64_t* dims, int32_t ndim) {
+  nb::list out;
+  for (int32_t d = 0; d < ndim; ++d) out.append(dims[d]);
+  return nb::tuple(out);
+}
+
+StreamArg stream_from_python(nb::handle stream) {
+  if (stream.is_none()) return {};
+  if (!PyLong_Check(stream.ptr()) || PyBool_Check(stream.ptr()))
+    throw nb::type_error("stream must be None or an int (a stream handle).");
+  int overflow = 0;
+  long long value = PyLong_AsLongLongAndOverflow(stream.ptr(), &overflow);
+  if (overflow != 0)
+    detail::fail(ErrorCode::invalid_stream, "stream does not fit in 64 bits.",
+                 "Pass a stream handle as an int.");
+  return {true, value};
+}
+
+// The struct-module format of a dtype, or NULL when the buffer protocol has
+// no way to describe it (bfloat16, float8, packed sub-byte types, lanes).
+const char* buffer_format(DType t) {
+  if (t.lanes != 1) return nullptr;
+  switch (t.code) {
+    case abi::kDLBool: return "?";
+    case abi::kDLInt:
+      switch (t.bits) {
+        case 8: return "b";
+        case 16: return "h";
+        case 32: return "i";
+        case 64: return "q";
+      }
+      return nullptr;
+    case abi::kDLUInt:
+      switch (t.bits) {
+        case 8: return "B";
+        case 16: return "H";
+        case 32: return "I";
+        case 64: return "Q";
+      }
+      return nullptr;
+    case abi::kDLFloat:
+      switch (t.bits) {
+        case 16: return "e";
+        case 32: return "f";
+        case 64: return "d";
+      }
+      return nullptr;
+    case abi::kDLComplex:
+      switch (t.bits) {
+        case 64: return "Zf";
+        case 128: return "Zd";
+      }
+      return nullptr;
+  }
+  return nullptr;
+}
+
+void check_buffer_request(const TensorView& v, int flags) {
+  if (!is_host_accessible(v.device().type))
+    detail::fail(ErrorCode::device_unavailable,
+                 "The buffer protocol reaches host memory only; this tensor is on " +
+                     to_string(v.device()) + ".",
+                 "Copy it first: t.copy(device='cpu').");
+  if ((flags & PyBUF_WRITABLE) && v.readonly())
+    detail::fail(ErrorCode::read_only,
+                 "A writable buffer was requested from a read-only tensor.",
+                 "Request a read-only buffer, or use t.copy() for a writable one.");
+  if (buffer_format(v.dtype()) == nullptr || v.packed())
+    detail::fail(ErrorCode::unsupported_dtype,
+                 "The buffer protocol cannot describe dtype " + dtype_name(v.dtype()) + ".",
+                 "Exchange it through DLPack instead (numpy.from_dlpack(t), "
+                 "torch.from_dlpack(t)).");
+  const bool c = v.is_c_contiguous(), f = v.is_f_contiguous();
+  const bool wants_strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES;
+  if ((!wants_strides && !c) ||
+      ((flags & PyBUF_C_CONTIGUOUS) == PyBUF_C_CONTIGUOUS && !c) ||
+      ((flags & PyBUF_F_CONTIGUOUS) == PyBUF_F_CONTIGUOUS && !f) ||
+      ((flags & PyBUF_ANY_CONTIGUOUS) == PyBUF_ANY_CONTIGUOUS && !c && !f))
+    detail::fail(ErrorCode::unsupported_layout,
+                 "The buffer consumer asked for a contiguous buffer, but the "
+                 "tensor is strided.",
+                 "Use t.copy() for a compact tensor.");
+}
+
+int tensor_getbuffer(PyObject* self, Py_buffer* view, int flags) {
+  try {
+    const Tensor& t = *nb::inst_ptr<Tensor>(self);
+    const TensorView& v = t.view;
+    check_buffer_request(v, flags);
+    const int64_t itemsize = v.dtype().element_bytes();
+    auto* dims = new Py_ssize_t[size_t(2 * v.ndim() + 1)];
+    for (int32_t d = 0; d < v.ndim(); ++d) {
+      dims[d] = Py_ssize_t(v.shape(d));
+      dims[v.ndim() + d] = Py_ssize_t(v.stride(d) * itemsize);
+    }
+    view->buf = v.data();
+    view->obj = Py_NewRef(self);
+    view->len = Py_ssize_t(v.size() * itemsize);
+    view->itemsize = Py_ssize_t(itemsize);
+    view->readonly = v.readonly() ? 1 : 0;
+    view->ndim = v.ndim();
+    view->format = (flags & PyBUF_FORMAT) ? const_cast<char*>(buffer_format(v.dtype())) : nullptr;
+    view->shape = (flags & PyBUF_ND) ? dims : nullptr;
+    view->strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES ? dims + v.ndim() : nullptr;
+    view->suboffsets = nullptr;
+    view->internal = dims;
+    return 0;
+  } catch (...) {
+    view->obj = nullptr;
+    set_python_error(std::current_exception());
+    return -1;
+  }
+}
+
+void tensor_releasebuffer(PyObject*, Py_buffer* view) {
+  delete[] static_cast<Py_ssize_t*>(view->internal);
+}
+
+PyType_Slot tensor_slots[] = {
+    {Py_bf_getbuffer, reinterpret_cast<void*>(tensor_getbuffer)},
+    {Py_bf_releasebuffer, reinterpret_cast<void*>(tensor_releasebuffer)},
+    {0, nullptr},
+};
+
+std::string tensor_repr(const Tensor& t) {
+  const TensorView& v = t.view;
+  std::string shape = nb::cast<std::string>(nb::repr(dims_tuple(v.shape(), v.ndim())));
+  std::string strides = nb::cast<std::string>(nb::repr(dims_tuple(v.strides(), v.ndim())));
+  std::string text = "dlbridge.Tensor(shape=" + shape + ", dtype=" + dtype_name(v.dtype()) +
+                     ", device=" + to_string(v.device()) + ", strides=" + strides;
+  if (v.readonly()) text += ", readonly=True";
+  if (v.subbyte_padded()) text += ", subbyte_padded=True";
+  return text + ")";
+}
+
+}  // namespace
+
+Tensor tensor_from_managed(ManagedTensor managed) {
+  Tensor t;
+  t.view = managed.view();
+  // The tensor speaks for the data from now on; IS_COPIED described only
+  // the exchange that delivered it.
+  t.view = t.view.with_flags(t.view.flags() & ~DLBRIDGE_FLAG_IS_COPIED);
+  t.storage = std::make_shared<const ManagedTensor>(std::move(managed));
+  return t;
+}
+
+nb::object wrap_tensor(Tensor tensor) { return nb::cast(std::move(tensor)); }
+
+Tensor copy_tensor(const Tensor& source, Device target) {
+  switch (device_support(target)) {
+    case DeviceSupport::unsupported: fail_unsupported_device(target.type);
+    case DeviceSupport::unavailable:
+      fail_unavailable_device(target, "no runtime for it was found.");
+    case DeviceSupport::served: break;
+  }
+  if (!is_host_accessible(source.view.device().type))
+    fail_unavailable_device(source.view.device(), "no runtime for it was found.");
+  Tensor out;
+  {
+    nb::gil_scoped_release unlocked;  // large copies run without the GIL
+    out = tensor_from_managed(copy_to_compact(source.view, 0));
+  }
+  return out;
+}
+
+nb::object export_capsule(const Tensor& tensor, const ExchangeRequest& request) {
+  ExportRequest core;
+  core.max_version = request.max_version;
+  core.device = request.device;
+  core.copy = request.copy;
+  core.stream = stream_from_python(request.stream);
+  const ExportPlan plan = plan_export(tensor.view, core);
+  if (plan.copy)
+    return make_capsule(copy_tensor(tensor, plan.target), plan.format,
+                        DLBRIDGE_FLAG_IS_COPIED);
+  if (plan.target != tensor.view.device())
+    return make_capsule(Tensor{tensor.storage, tensor.view.with_device(plan.target)},
+                        plan.format, 0);
+  return make_capsule(tensor, plan.format, 0);
+}
+
+void bind_tensor(nb::module_& m) {
+  nb::class_<Tensor>(m, "Tensor", nb::type_slots(tensor_slots),
+                     "A validated DLPack tensor: a zero-copy view of another "
+                     "library's memory, or the owner of its own.")
+      .def_prop_ro("shape", [](const Tensor& t) { return dims_tuple(t.view.shape(), t.view.ndim()); })
+      .def_prop_ro("strides", [](const Tensor& t) { return dims_tuple(t.view.strides(), t.view.ndim()); },
+                   "Strides in elements, always filled in.")
+      .def_prop_ro("ndim", [](const Tensor& t) { return t.view.ndim(); })
+      .def_prop_ro("size", [](const Tensor& t) { return t.view.size(); })
+      .def_prop_ro("nbytes", [](const Tensor& t) { return t.view.nbytes(); },
+                   "Bytes of a compact copy (packed for sub-byte dtypes).")
+      .def_prop_ro("dtype", [](const Tensor& t) { return t.view.dtype(); })
+      .def_prop_ro("device", [](const Tensor& t) { return t.view.device(); })
+      .def_prop_ro("readonly", [](const Tensor& t) { return t.view.readonly(); })
+      .def_prop_ro("flags", [](const Tensor& t) { return t.view.flags(); },
+                   "DLPack flag bits (READ_ONLY=1, IS_SUBBYTE_TYPE_PADDED=4).")
+      .def_prop_ro("data_ptr", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.view.data()); },
+                   "Address of element 0 (data + byte_offset).")
+      .def_prop_ro("is_c_contiguous", [](const Tensor& t) { return t.view.is_c_contiguous(); })
+      .def_prop_ro("is_f_contiguous", [](const Tensor& t) { return t.view.is_f_contiguous(); })
+      .def("__dlpack__",
+           [](const Tensor& t, nb::handle stream, nb::handle max_version, nb::handle dl_device,
+              nb::handle copy) {
+             ExchangeRequest request{max_version_from_python(max_version),
+                                     dl_device_from_python(dl_device), copy_from_python(copy),
+                                     nb::borrow(stream)};
+             return export_capsule(t, request);
+           },
+           nb::kw_only(), nb::arg("stream") = nb::none(), nb::arg("max_version") = nb::none(),
+           nb::arg("dl_device") = nb::none(), nb::arg("copy") = nb::none(),
+           "Export as a DLPack capsule: versioned (1, 3) when max_version >= (1, 0), "
+           "legacy otherwise; dl_device and copy as the DLPack spec defines them.")
+      .def("__dlpack_device__",
+           [](const Tensor& t) {
+             return nb::make_tuple(device_type_to_python(t.view.device().type), t.view.device().id);
+           })
+      .def("copy",
+           [](const Tensor& t, nb::handle device) {
+             Device target = device.is_none() ? t.view.device() : device_from_python(device);
+             return copy_tensor(t, target);
+           },
+           nb::arg("device") = nb::none(), "A new, writable, compact (C-order) copy.")
+      .def("__repr__", &tensor_repr);
+}
+
+}  // namespace dlbridge::python

@@ -1,0 +1,234 @@
+// DeviceType, Device and DType as Python values, and the parsing of the
+// arguments that name them (strings, tuples, other libraries' objects).
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+
+#include <string>
+
+#include "bindings.hpp"
+
+namespace dlbridge::python {
+
+namespace {
+
+[[noreturn]] void bad_argument(const std::string& message) {
+  throw nb::type_error(message.c_str());
+}
+
+int64_t int_from(nb::handle value, const char* what) {
+  if (!PyLong_Check(value.ptr()) || PyBool_Check(value.ptr()))
+    bad_argument(std::string(what) + " must be an int, got " +
+                 nb::type_name(value).c_str() + ".");
+  int overflow = 0;
+  long long v = PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
+  if (overflow != 0)
+    detail::fail(ErrorCode::invalid_argument,
+                 std::string(what) + " does not fit in 64 bits.");
+  return v;
+}
+
+int32_t int32_from(nb::handle value, const char* what) {
+  int64_t v = int_from(value, what);
+  if (v < INT32_MIN || v > INT32_MAX)
+    detail::fail(ErrorCode::invalid_argument,
+                 std::string(what) + " = " + std::to_string(v) +
+                     " does not fit in int32.");
+  return int32_t(v);
+}
+
+Device device_from_pair(nb::handle type, nb::handle id) {
+  Device d{DeviceType(int32_from(type, "device type")),
+           int32_from(id, "device id")};
+  if (d.id < 0)
+    detail::fail(ErrorCode::invalid_argument,
+                 "device id " + std::to_string(d.id) + " is negative.");
+  return d;
+}
+
+// torch reports its FP4 type by a name with an underscore before the lanes.
+std::string normalise_dtype_name(std::string name) {
+  const std::string torch_prefix = "torch.";
+  if (name.compare(0, torch_prefix.size(), torch_prefix) == 0)
+    name = name.substr(torch_prefix.size());
+  if (name == "float4_e2m1fn_x2") return "float4_e2m1fnx2";
+  return name;
+}
+
+}  // namespace
+
+nb::object device_type_to_python(DeviceType type) {
+  if (!is_known_device_type(type)) return nb::int_(int32_t(type));
+  return nb::cast(type);
+}
+
+Device device_from_python(nb::handle value) {
+  if (nb::isinstance<Device>(value)) return nb::cast<Device>(value);
+  if (PyUnicode_Check(value.ptr()))
+    return parse_device(nb::cast<std::string>(value));
+  if (PyTuple_Check(value.ptr()) || PyList_Check(value.ptr())) {
+    nb::sequence seq = nb::borrow<nb::sequence>(value);
+    if (nb::len(seq) != 2)
+      bad_argument("A device tuple must be (device_type, device_id).");
+    return device_from_pair(seq[0], seq[1]);
+  }
+  if (PyLong_Check(value.ptr())) return device_from_pair(value, nb::int_(0));
+  // Other libraries' device objects (torch.device, jax devices) print as
+  // "cpu" / "cuda:0" or similar.
+  if (nb::hasattr(value, "__dlpack_device__")) {
+    nb::tuple pair = nb::borrow<nb::tuple>(value.attr("__dlpack_device__")());
+    return device_from_pair(pair[0], pair[1]);
+  }
+  try {
+    return parse_device(nb::cast<std::string>(nb::str(value)));
+  } catch (const Error&) {
+    bad_argument(std::string("Cannot read a device from ") +
+                 nb::type_name(value).c_str() +
+                 "; pass 'cpu', 'cuda:1', (device_type, device_id) or a "
+                 "dlbridge.Device.");
+  }
+}
+
+DType dtype_from_python(nb::handle value) {
+  if (nb::isinstance<DType>(value)) return nb::cast<DType>(value);
+  if (PyUnicode_Check(value.ptr()))
+    return parse_dtype(normalise_dtype_name(nb::cast<std::string>(value)));
+  if (PyTuple_Check(value.ptr())) {
+    nb::tuple t = nb::borrow<nb::tuple>(value);
+    if (nb::len(t) != 3) bad_argument("A dtype tuple must be (code, bits, lanes).");
+    int64_t code = int_from(t[0], "dtype code"), bits = int_from(t[1], "dtype bits"),
+            lanes = int_from(t[2], "dtype lanes");
+    if (code < 0 || code > 255 || bits < 0 || bits > 255 || lanes < 0 || lanes > 65535)
+      detail::fail(ErrorCode::invalid_argument,
+                   "dtype (code, bits, lanes) out of range for uint8/uint8/uint16.");
+    DType t3{uint8_t(code), uint8_t(bits), uint16_t(lanes)};
+    validate_dtype(t3);
+    return t3;
+  }
+  // numpy / ml_dtypes / torch / jax dtypes and scalar types: their names.
+  nb::object named = nb::borrow(value);
+  if (PyType_Check(value.ptr())) {
+    try {
+      named = nb::module_::import_("numpy").attr("dtype")(value);
+    } catch (const nb::python_error&) {
+    }
+  }
+  nb::object name = nb::hasattr(named, "name") && !PyType_Check(named.ptr())
+                        ? named.attr("name")
+                        : nb::str(named);
+  if (!PyUnicode_Check(name.ptr()))
+    bad_argument(std::string("Cannot read a dtype from ") + nb::type_name(value).c_str());
+  return parse_dtype(normalise_dtype_name(nb::cast<std::string>(name)));
+}
+
+std::optional<abi::DLPackVersion> max_version_from_python(nb::handle value) {
+  if (value.is_none()) return std::nullopt;
+  if (!PyTuple_Check(value.ptr()) || nb::len(value) != 2)
+    bad_argument("max_version must be None or a (major, minor) tuple of ints.");
+  nb::tuple t = nb::borrow<nb::tuple>(value);
+  int64_t major = int_from(t[0], "max_version major"),
+          minor = int_from(t[1], "max_version minor");
+  if (major < 0 || minor < 0 || major > UINT32_MAX || minor > UINT32_MAX)
+    detail::fail(ErrorCode::invalid_argument,
+                 "max_version components must be in 0..2**32-1.");
+  return abi::DLPackVersion{uint32_t(major), uint32_t(minor)};
+}
+
+std::optional<Device> dl_device_from_python(nb::handle value) {
+  if (value.is_none()) return std::nullopt;
+  return device_from_python(value);
+}
+
+std::optional<bool> copy_from_python(nb::handle value) {
+  if (value.is_none()) return std::nullopt;
+  if (!PyBool_Check(value.ptr()))
+    bad_argument(std::string("copy must be True, False or None, got ") +
+                 nb::type_name(value).c_str() + ".");
+  return value.ptr() == Py_True;
+}
+
+void bind_types(nb::module_& m) {
+  auto device_type = nb::enum_<DeviceType>(m, "DeviceType", nb::is_arithmetic(),
+                                           "DLPack 1.3 device types (DLDeviceType).");
+  for (const auto& info : device_type_table)
+    device_type.value(std::string(info.dl_name).c_str(), info.type);
+
+  nb::class_<Device>(m, "Device",
+                     "An immutable (device_type, device_id) pair: Device('cpu'), "
+                     "Device('cuda:1'), Device((2, 1)), Device(DeviceType.kDLCUDA, 1).")
+      .def("__init__",
+           [](Device* self, nb::handle spec, nb::handle id) {
+             Device d = id.is_none() ? device_from_python(spec)
+                                     : device_from_pair(spec, id);
+             new (self) Device(d);
+           },
+           nb::arg("spec"), nb::arg("id") = nb::none())
+      .def_prop_ro("type", [](const Device& d) { return device_type_to_python(d.type); })
+      .def_prop_ro("id", [](const Device& d) { return d.id; })
+      .def("__iter__",
+           [](const Device& d) {
+             return nb::iter(nb::make_tuple(device_type_to_python(d.type), d.id));
+           })
+      .def("__len__", [](const Device&) { return 2; })
+      .def("__getitem__",
+           [](const Device& d, int i) -> nb::object {
+             if (i == 0 || i == -2) return device_type_to_python(d.type);
+             if (i == 1 || i == -1) return nb::int_(d.id);
+             throw nb::index_error("Device has two items: type and id.");
+           })
+      .def("__str__", [](const Device& d) { return to_string(d); })
+      .def("__repr__", [](const Device& d) { return "Device('" + to_string(d) + "')"; })
+      .def("__hash__",
+           [](const Device& d) {
+             return nb::hash(nb::make_tuple(int32_t(d.type), d.id));
+           })
+      .def("__eq__",
+           [](const Device& d, nb::handle other) {
+             try {
+               return d == device_from_python(other);
+             } catch (const std::exception&) {
+               return false;
+             }
+           })
+      .def("__ne__", [](const Device& d, nb::handle other) {
+        try {
+          return d != device_from_python(other);
+        } catch (const std::exception&) {
+          return true;
+        }
+      });
+
+  nb::class_<DType>(m, "DType",
+                    "An immutable DLPack dtype (code, bits, lanes): DType('float32'), "
+                    "DType((2, 32, 1)), DType(numpy.float32), DType(torch.bfloat16).")
+      .def("__init__", [](DType* self, nb::handle spec) { new (self) DType(dtype_from_python(spec)); },
+           nb::arg("spec"))
+      .def_prop_ro("code", [](const DType& t) { return t.code; })
+      .def_prop_ro("bits", [](const DType& t) { return t.bits; })
+      .def_prop_ro("lanes", [](const DType& t) { return t.lanes; })
+      .def_prop_ro("name", [](const DType& t) { return dtype_name(t); })
+      .def_prop_ro("itemsize", [](const DType& t) { return t.element_bytes(); },
+                   "Bytes per element when not packed (ceil(bits * lanes / 8)).")
+      .def("__iter__", [](const DType& t) { return nb::iter(nb::make_tuple(t.code, t.bits, t.lanes)); })
+      .def("__str__", [](const DType& t) { return dtype_name(t); })
+      .def("__repr__", [](const DType& t) { return "DType('" + dtype_name(t) + "')"; })
+      .def("__hash__", [](const DType& t) { return nb::hash(nb::make_tuple(t.code, t.bits, t.lanes)); })
+      .def("__eq__",
+           [](const DType& t, nb::handle other) {
+             try {
+               return t == dtype_from_python(other);
+             } catch (const std::exception&) {
+               return false;
+             } catch (...) {
+               return false;
+             }
+           })
+      .def("__ne__", [](const DType& t, nb::handle other) {
+        try {
+          return t != dtype_from_python(other);
+        } catch (...) {
+          return true;
+        }
+      });
+}
+
+}  // namespace dlbridge::python
