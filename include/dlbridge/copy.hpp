@@ -1,0 +1,180 @@
+// Copies between any two layouts of one shape and dtype in host-accessible
+// memory, and compact host copies of any tensor.
+//
+// Overlap: when the bytes src reads and the bytes dst writes intersect, the
+// copy goes through a compact temporary, so the result is always as if src
+// had been read completely before dst was written. (An exact alias, same
+// address and strides, needs no copy at all.) dst itself must not write
+// two elements to one address: that is refused, not guessed.
+#pragma once
+
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <new>
+#include <string>
+
+#include "detail/copy_kernels.hpp"
+#include "detail/copy_plan.hpp"
+#include "detail/copy_subbyte.hpp"
+#include "error.hpp"
+#include "export.hpp"
+#include "managed_tensor.hpp"
+#include "tensor_view.hpp"
+
+namespace dlbridge {
+
+struct CopyOptions {
+  // Most threads one copy may use; 0 means std::thread::hardware_concurrency.
+  unsigned max_threads = 0;
+  // Each thread must get at least this many bytes, so copies below twice
+  // this stay on the calling thread. Measured on the reference machine
+  // (bench/copy_bench.cpp): below it, starting a thread costs more than the
+  // second core saves.
+  int64_t min_bytes_per_thread = int64_t(1) << 20;
+};
+
+namespace detail {
+
+[[noreturn]] inline void copy_mismatch(const std::string& what) {
+  fail(ErrorCode::invalid_argument, "copy_into: " + what,
+       "src and dst must have the same shape, dtype and sub-byte packing.");
+}
+
+inline std::string shape_text(const TensorView& v) {
+  std::string text = "(";
+  for (int32_t d = 0; d < v.ndim(); ++d) {
+    if (d) text += ", ";
+    text += std::to_string(v.shape(d));
+  }
+  return text + (v.ndim() == 1 ? ",)" : ")");
+}
+
+inline void check_copy_args(const TensorView& src, const TensorView& dst) {
+  if (src.dtype() != dst.dtype())
+    copy_mismatch("src has dtype " + dtype_name(src.dtype()) + " but dst has " +
+                  dtype_name(dst.dtype()) + ".");
+  bool same_shape = src.ndim() == dst.ndim();
+  for (int32_t d = 0; same_shape && d < src.ndim(); ++d)
+    same_shape = src.shape(d) == dst.shape(d);
+  if (!same_shape)
+    copy_mismatch("src has shape " + shape_text(src) + " but dst has " +
+                  shape_text(dst) + ".");
+  if (src.packed() != dst.packed())
+    copy_mismatch(std::string("src is ") + (src.packed() ? "packed" : "padded") +
+                  " and dst is " + (dst.packed() ? "packed" : "padded") +
+                  "; what padding bits hold is not specified, so dlbridge "
+                  "does not convert between the two.");
+  for (const TensorView* v : {&src, &dst})
+    if (!is_host_accessible(v->device().type))
+      fail(ErrorCode::device_unavailable,
+           std::string("copy_into: ") + (v == &src ? "src" : "dst") +
+               " lives on " + to_string(v->device()) +
+               ", which the host cannot read or write directly.",
+           "Copy between host-accessible tensors (cpu, cuda_host, rocm_host, "
+           "cuda_managed), or use a device backend for device memory.");
+  if (dst.readonly())
+    fail(ErrorCode::read_only, "copy_into: dst is read-only.",
+         "Copy into a writable tensor.");
+  const std::string overlap = dst_overlap_problem(dst.ndim(), dst.shape(), dst.strides());
+  if (!overlap.empty())
+    fail(ErrorCode::unsupported_layout, "copy_into: " + overlap,
+         "Copy into a tensor whose elements each have their own address.");
+}
+
+inline bool ranges_intersect(const TensorView& a, const TensorView& b) noexcept {
+  const auto base_a = reinterpret_cast<uintptr_t>(a.data());
+  const auto base_b = reinterpret_cast<uintptr_t>(b.data());
+  const uintptr_t a_lo = base_a + uintptr_t(a.extent().low);
+  const uintptr_t a_hi = base_a + uintptr_t(a.extent().high);
+  const uintptr_t b_lo = base_b + uintptr_t(b.extent().low);
+  const uintptr_t b_hi = base_b + uintptr_t(b.extent().high);
+  return a_lo < b_hi && b_lo < a_hi;
+}
+
+inline bool same_elements(const TensorView& a, const TensorView& b) noexcept {
+  if (a.data() != b.data()) return false;
+  for (int32_t d = 0; d < a.ndim(); ++d)
+    if (a.shape(d) > 1 && a.stride(d) != b.stride(d)) return false;
+  return true;
+}
+
+// Host memory for a compact tensor of `bytes`: 64-byte aligned (a cache line
+// and an AVX-512 vector), never NULL so that even size 0 has an address.
+inline std::shared_ptr<void> allocate_host(int64_t bytes) {
+  constexpr size_t alignment = 64;
+  const size_t size = (size_t(bytes) + alignment - 1) / alignment * alignment;
+  void* p = std::aligned_alloc(alignment, size == 0 ? alignment : size);
+  if (p == nullptr)
+    fail(ErrorCode::out_of_memory,
+         "Could not allocate " + std::to_string(bytes) + " bytes of host memory.",
+         "Free memory or copy a smaller tensor.");
+  return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+}
+
+// The copy itself, on checked arguments that do not overlap.
+inline void copy_checked(const TensorView& src, const TensorView& dst,
+                         const CopyOptions& options) {
+  const unsigned threads =
+      threads_for(dst.nbytes(), options.max_threads, options.min_bytes_per_thread);
+  if (src.packed()) {
+    copy_packed(static_cast<const unsigned char*>(src.data()),
+                static_cast<unsigned char*>(dst.data()), src.dtype().element_bits(),
+                gather_dims(src.ndim(), src.shape(), src.strides(), dst.strides(), 1),
+                threads);
+    return;
+  }
+  const BytePlan plan = plan_byte_copy(
+      static_cast<const char*>(src.data()), static_cast<char*>(dst.data()),
+      int64_t(src.dtype().element_bytes()), src.ndim(), src.shape(),
+      src.strides(), dst.strides(), src.size());
+  run_byte_plan(plan, threads);
+}
+
+inline TensorView compact_host_view(void* data, const TensorView& like,
+                                    uint64_t flags) {
+  return TensorView::from_data(
+      data, like.dtype(), std::vector<int64_t>(like.shape(), like.shape() + like.ndim()),
+      {}, Device{}, flags);
+}
+
+}  // namespace detail
+
+// Writes every element of src to the same index of dst. Both must be in
+// host-accessible memory with equal shape, dtype and packing; src may
+// broadcast (stride 0) and use any strides, dst must give every element its
+// own address. Overlapping src and dst are handled (see the top of this
+// file). Errors: invalid_argument (shape, dtype or packing differ),
+// device_unavailable, read_only (dst), unsupported_layout (dst overlaps
+// itself), out_of_memory (the temporary for an overlapping copy).
+inline void copy_into(const TensorView& src, const TensorView& dst,
+                      const CopyOptions& options = {}) {
+  detail::check_copy_args(src, dst);
+  if (src.size() == 0 || detail::same_elements(src, dst)) return;
+  if (!detail::ranges_intersect(src, dst)) {
+    detail::copy_checked(src, dst, options);
+    return;
+  }
+  auto buffer = detail::allocate_host(src.nbytes());
+  const TensorView temp = detail::compact_host_view(
+      buffer.get(), src, src.flags() & DLBRIDGE_FLAG_IS_SUBBYTE_TYPE_PADDED);
+  detail::copy_checked(src, temp, options);
+  detail::copy_checked(temp, dst, options);
+}
+
+// A new, writable, compact row-major copy of src in 64-byte-aligned host
+// memory, owned by the returned tensor (its deleter frees it). Packed
+// sub-byte data stays packed; padded stays padded (the flag is carried).
+// extra_flags are added to the result's flags.
+inline ManagedTensor copy_to_compact(const TensorView& src,
+                                     uint64_t extra_flags = DLBRIDGE_FLAG_IS_COPIED,
+                                     const CopyOptions& options = {}) {
+  const uint64_t flags =
+      extra_flags | (src.flags() & DLBRIDGE_FLAG_IS_SUBBYTE_TYPE_PADDED);
+  auto buffer = detail::allocate_host(src.nbytes());
+  const TensorView out = detail::compact_host_view(buffer.get(), src, flags);
+  copy_into(src, out.with_flags(flags & ~uint64_t(DLBRIDGE_FLAG_READ_ONLY)), options);
+  return ManagedTensor::adopt(make_versioned(out, std::move(buffer), flags));
+}
+
+}  // namespace dlbridge
