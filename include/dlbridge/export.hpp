@@ -40,17 +40,18 @@ struct ExportContext {
   }
 
   static Managed* make(const TensorView& view, std::shared_ptr<void> owner) {
-    auto* ctx = new ExportContext;
+    // Held by unique_ptr until complete: the dims may allocate and throw.
+    auto ctx = std::make_unique<ExportContext>();
     ctx->shape.assign(view.shape(), view.ndim());
     ctx->strides.assign(view.strides(), view.ndim());
     ctx->owner = std::move(owner);
-    ctx->managed.manager_ctx = ctx;
+    ctx->managed.manager_ctx = ctx.get();
     ctx->managed.deleter = &destroy;
     abi::DLTensor& t = ctx->managed.dl_tensor;
     t = view.dltensor();
     t.shape = view.ndim() ? ctx->shape.data() : nullptr;
     t.strides = view.ndim() ? ctx->strides.data() : nullptr;
-    return &ctx->managed;
+    return &ctx.release()->managed;
   }
 };
 
