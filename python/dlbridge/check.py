@@ -1,0 +1,430 @@
+"""``dlbridge check TARGET``: one producer against every DLPack 1.3 producer rule that
+can be observed from outside (dlpack-facts.md, "Rules for a producer").
+
+TARGET is numpy, torch, jax, tvm_ffi, dlbridge, or ``module:factory`` where
+``factory(shape, dtype, readonly=False)`` returns a fresh CPU array (``readonly``
+may be left out when the library has no read-only arrays). Capsules are read
+with ``dlbridge.inspect_capsule``, which looks without consuming.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import gc
+import importlib
+import inspect
+import json
+import math
+import os
+import sys
+from typing import Callable
+
+READ_ONLY, IS_COPIED = 1 << 0, 1 << 1
+LEGACY, VERSIONED = "dltensor", "dltensor_versioned"
+PASS, FAIL, NA, ERROR = "pass", "fail", "n/a", "error"
+
+
+class NotObservable(Exception):
+    """The rule cannot be observed for this producer (reported as n/a, not as a failure)."""
+
+
+class ToolMissing(Exception):
+    """check itself lacks what it needs to look (reported as an error, which fails the run)."""
+
+
+@dataclasses.dataclass
+class Producer:
+    name: str
+    make: Callable  # make(shape, dtype, readonly=False)
+    supports_readonly: bool
+
+
+def _numpy_make(shape, dtype, readonly=False):
+    import numpy as np
+
+    a = np.arange(math.prod(shape), dtype=np.float32 if dtype == "float32" else None).reshape(shape).astype(dtype)
+    if readonly:
+        a.flags.writeable = False
+    return a
+
+
+def _torch_make(shape, dtype, readonly=False):
+    import torch
+
+    if readonly:
+        raise NotObservable("torch tensors have no read-only state")
+    return torch.arange(math.prod(shape), dtype=getattr(torch, dtype)).reshape(shape)
+
+
+def _jax_make(shape, dtype, readonly=False):
+    import jax.numpy as jnp
+
+    if readonly:
+        raise NotObservable("jax arrays have no read-only flag")
+    return jnp.arange(math.prod(shape), dtype=dtype).reshape(shape)
+
+
+def _via(consumer: str):
+    def make(shape, dtype, readonly=False):
+        module = importlib.import_module(consumer)
+        if readonly and consumer != "dlbridge":
+            raise NotObservable(f"{consumer} has no read-only tensors")
+        return module.from_dlpack(_numpy_make(shape, dtype, readonly))
+
+    return make
+
+
+BUILTIN = {
+    "numpy": lambda: Producer("numpy", _numpy_make, True),
+    "torch": lambda: Producer("torch", _torch_make, False),
+    "jax": lambda: Producer("jax", _jax_make, False),
+    "tvm_ffi": lambda: Producer("tvm_ffi", _via("tvm_ffi"), False),
+    "dlbridge": lambda: Producer("dlbridge", _via("dlbridge"), True),
+}
+
+
+def load_target(spec: str) -> Producer:
+    if spec in BUILTIN:
+        return BUILTIN[spec]()
+    if ":" not in spec:
+        raise ValueError(f"unknown target {spec!r}: use {', '.join(BUILTIN)} or module:factory")
+    module_name, _, attr = spec.partition(":")
+    factory = importlib.import_module(module_name)
+    for part in attr.split("."):
+        factory = getattr(factory, part)
+    try:
+        takes_readonly = "readonly" in inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        takes_readonly = False
+
+    def make(shape, dtype, readonly=False):
+        if readonly:
+            if not takes_readonly:
+                raise NotObservable("the factory takes no readonly argument")
+            return factory(shape, dtype, readonly=True)
+        return factory(shape, dtype)
+
+    return Producer(spec, make, takes_readonly)
+
+
+def _inspect():
+    try:
+        import dlbridge
+    except ImportError as exc:
+        raise ToolMissing(f"dlbridge is not importable ({exc})") from None
+    fn = getattr(dlbridge, "inspect_capsule", None) or getattr(getattr(dlbridge, "_core", None), "inspect_capsule", None)
+    if fn is None:
+        raise ToolMissing("dlbridge.inspect_capsule is not available in this build")
+    return fn
+
+
+def _name(capsule) -> str:
+    return _inspect()(capsule)["name"]
+
+
+def _flags(info: dict) -> int:
+    # Legacy capsules have no flags field at all.
+    return info["flags"] or 0
+
+
+def _flag_text(info: dict) -> str:
+    if info["flags"] is None:
+        return f"{info['name']!r} capsule, which cannot carry flags"
+    return f"flags {info['flags']:#x}"
+
+
+def _rss() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+# -- the rules ------------------------------------------------------------------------------------
+
+RULES = []
+
+
+def rule(ident: str, text: str):
+    def register(fn):
+        RULES.append((ident, text, fn))
+        return fn
+
+    return register
+
+
+@rule("P1.keywords", "__dlpack__ accepts stream, max_version, dl_device and copy as keywords")
+def _keywords(p):
+    cap = p.make((2, 3), "float32").__dlpack__(stream=None, max_version=(1, 3), dl_device=None, copy=None)
+    return True, f"__dlpack__(stream=None, max_version=(1, 3), dl_device=None, copy=None) -> {_name(cap)!r}"
+
+
+@rule("P1.device", "__dlpack_device__ returns (IntEnum device_type, int device_id)")
+def _device(p):
+    dev = p.make((2, 3), "float32").__dlpack_device__()
+    ok = (isinstance(dev, tuple) and len(dev) == 2 and isinstance(dev[0], enum.IntEnum)
+          and isinstance(dev[1], int))
+    return ok, f"{dev!r} (types {type(dev[0]).__name__}, {type(dev[1]).__name__})"
+
+
+@rule("P2.legacy", "max_version=None gives a legacy 'dltensor' capsule")
+def _legacy(p):
+    name = _name(p.make((2, 3), "float32").__dlpack__())
+    return name == LEGACY, f"name {name!r}"
+
+
+@rule("P2.versioned", "max_version=(1, 3) gives 'dltensor_versioned' carrying version (1, x)")
+def _versioned(p):
+    info = _inspect()(p.make((2, 3), "float32").__dlpack__(max_version=(1, 3)))
+    ok = info["name"] == VERSIONED and info["version"] is not None and info["version"][0] == 1
+    return ok, f"name {info['name']!r}, version {info['version']}"
+
+
+@rule("P2.newer", "max_version=(2, 0) still gets the producer's own version (major 1), not a refusal")
+def _newer(p):
+    info = _inspect()(p.make((2, 3), "float32").__dlpack__(max_version=(2, 0)))
+    ok = info["name"] == VERSIONED and info["version"] is not None and tuple(info["version"])[0] == 1
+    return ok, f"name {info['name']!r}, version {info['version']}"
+
+
+@rule("P2.old", "max_version=(0, 8) gives a legacy 'dltensor' capsule")
+def _old(p):
+    name = _name(p.make((2, 3), "float32").__dlpack__(max_version=(0, 8)))
+    return name == LEGACY, f"name {name!r}"
+
+
+@rule("P2.readonly_legacy", "read-only data requested as a legacy capsule raises BufferError")
+def _readonly_legacy(p):
+    x = p.make((2, 3), "float32", readonly=True)
+    try:
+        cap = x.__dlpack__()
+    except BufferError as exc:
+        return True, f"{type(exc).__name__}: {str(exc)[:100]}"
+    return False, f"returned {_name(cap)!r}: a consumer of it cannot know the data is read-only"
+
+
+@rule("P3.same_device", "dl_device=None exports on the array's own device, as __dlpack_device__ says")
+def _same_device(p):
+    x = p.make((2, 3), "float32")
+    info = _inspect()(x.__dlpack__(max_version=(1, 3), dl_device=None))
+    dev = tuple(int(v) for v in x.__dlpack_device__())
+    return tuple(info["device"]) == dev, f"capsule device {tuple(info['device'])}, __dlpack_device__ {dev}"
+
+
+@rule("P3.own_device", "dl_device equal to the array's own device is honoured")
+def _own_device(p):
+    x = p.make((2, 3), "float32")
+    dev = tuple(int(v) for v in x.__dlpack_device__())
+    info = _inspect()(x.__dlpack__(max_version=(1, 3), dl_device=dev))
+    return tuple(info["device"]) == dev, f"dl_device={dev} -> capsule device {tuple(info['device'])}"
+
+
+@rule("P3.bad_device", "dl_device that cannot be honoured (99, 0) raises BufferError")
+def _bad_device(p):
+    try:
+        cap = p.make((2, 3), "float32").__dlpack__(max_version=(1, 3), dl_device=(99, 0))
+    except BufferError as exc:
+        return True, f"{type(exc).__name__}: {str(exc)[:100]}"
+    except Exception as exc:
+        return False, f"{type(exc).__name__} (not a BufferError): {str(exc)[:100]}"
+    return False, f"returned {_name(cap)!r} for device 99"
+
+
+@rule("P4.copy_true", "copy=True makes a copy (other data pointer) and sets IS_COPIED")
+def _copy_true(p):
+    x = p.make((2, 3), "float32")
+    look = _inspect()
+    plain = look(x.__dlpack__(max_version=(1, 3)))
+    try:
+        copied = look(x.__dlpack__(max_version=(1, 3), copy=True))
+    except Exception as exc:
+        return False, f"copy=True raised {type(exc).__name__}: {str(exc)[:100]}"
+    ok = copied["data"] != plain["data"] and bool(_flags(copied) & IS_COPIED)
+    return ok, f"data {'differs' if copied['data'] != plain['data'] else 'is the same'}, {_flag_text(copied)}"
+
+
+@rule("P4.copy_false", "copy=False exports without a copy (same data pointer, IS_COPIED clear)")
+def _copy_false(p):
+    x = p.make((2, 3), "float32")
+    look = _inspect()
+    plain = look(x.__dlpack__(max_version=(1, 3)))
+    info = look(x.__dlpack__(max_version=(1, 3), copy=False))
+    ok = info["data"] == plain["data"] and not _flags(info) & IS_COPIED
+    return ok, f"data {'same' if info['data'] == plain['data'] else 'differs'}, {_flag_text(info)}"
+
+
+@rule("P5.stream_none", "stream=None is accepted for CPU data")
+def _stream_none(p):
+    return True, f"__dlpack__(stream=None) -> {_name(p.make((2, 3), 'float32').__dlpack__(stream=None))!r}"
+
+
+@rule("P6.bad_argument", "a malformed argument (max_version='1.3') raises TypeError/ValueError, not BufferError")
+def _bad_argument(p):
+    try:
+        cap = p.make((2, 3), "float32").__dlpack__(max_version="1.3")
+    except BufferError as exc:
+        return False, f"{type(exc).__name__}: {str(exc)[:100]}"
+    except (TypeError, ValueError) as exc:
+        return True, f"{type(exc).__name__}: {str(exc)[:100]}"
+    return False, f"accepted and returned {_name(cap)!r}"
+
+
+def _released(p, consume: Callable | None) -> tuple[bool, str]:
+    """Whether a large array's memory stays while a capsule (or its consumer) holds it, and goes after."""
+    mib = 1 << 20
+    n = 64 * mib // 4
+    # Control: without a capsule, does dropping the array give its memory back at all?
+    gc.collect()
+    before = _rss()
+    x = p.make((n,), "float32")
+    held = _rss()
+    del x
+    gc.collect()
+    if held - _rss() < 48 * mib or held - before < 48 * mib:
+        raise NotObservable("this producer's allocator does not return a dropped array's memory to the OS")
+    x = p.make((n,), "float32")
+    cap = x.__dlpack__(max_version=(1, 3))
+    owner = consume(cap) if consume else cap
+    del x, cap
+    gc.collect()
+    alive = _rss()
+    del owner
+    gc.collect()
+    after = _rss()
+    kept = alive - before > 48 * mib
+    freed = alive - after > 48 * mib
+    what = "consumer" if consume else "unconsumed capsule"
+    return kept and freed, (f"64 MiB: {(alive - before) // mib} MiB held while the {what} lives, "
+                            f"{(alive - after) // mib} MiB released after it is dropped")
+
+
+@rule("P7.unconsumed", "an unconsumed capsule keeps the data alive and its destructor calls the deleter")
+def _unconsumed(p):
+    return _released(p, None)
+
+
+@rule("P7.consumed", "a consumed capsule (renamed used_...) leaves the data to the consumer; the deleter runs once")
+def _consumed(p):
+    try:
+        import dlbridge
+
+        consume = dlbridge.from_dlpack
+    except (ImportError, AttributeError):
+        raise NotObservable("needs dlbridge.from_dlpack as the consumer") from None
+    return _released(p, consume)
+
+
+@rule("P8.flags_default", "flags are 0 for plain writable data")
+def _flags_default(p):
+    info = _inspect()(p.make((2, 3), "float32").__dlpack__(max_version=(1, 3)))
+    if info["name"] != VERSIONED:
+        raise NotObservable("the producer gave a legacy capsule, which has no flags")
+    return info["flags"] == 0, f"flags {info['flags']:#x}"
+
+
+@rule("P8.flags_readonly", "read-only data exported versioned carries READ_ONLY")
+def _flags_readonly(p):
+    info = _inspect()(p.make((2, 3), "float32", readonly=True).__dlpack__(max_version=(1, 3)))
+    if info["name"] != VERSIONED:
+        return False, f"name {info['name']!r}: no way to carry the flag"
+    return bool(info["flags"] & READ_ONLY), f"flags {info['flags']:#x}"
+
+
+@rule("P8.cpu_id", "device_id is 0 for CPU")
+def _cpu_id(p):
+    x = p.make((2, 3), "float32")
+    dev = x.__dlpack_device__()
+    if int(dev[0]) != 1:
+        raise NotObservable(f"not CPU data: {dev}")
+    info = _inspect()(x.__dlpack__(max_version=(1, 3)))
+    return int(dev[1]) == 0 and tuple(info["device"]) == (1, 0), f"__dlpack_device__ {dev}, capsule {tuple(info['device'])}"
+
+
+@rule("P8.strides", "strides are non-NULL when ndim != 0 (DLPack >= 1.2)")
+def _strides(p):
+    info = _inspect()(p.make((2, 3), "float32").__dlpack__(max_version=(1, 3)))
+    version = tuple(info["version"] or (0, 0))
+    if version < (1, 2):
+        raise NotObservable(f"capsule {info['name']!r} version {info['version']}: NULL strides allowed before 1.2")
+    return info["strides"] is not None, f"version {version}, strides {info['strides']}"
+
+
+@rule("P8.describes", "the capsule describes the array: shape, dtype (float32 = (2, 32, 1)) and element strides")
+def _describes(p):
+    info = _inspect()(p.make((2, 3), "float32").__dlpack__(max_version=(1, 3)))
+    strides = info["strides"]
+    ok = (tuple(info["shape"]) == (2, 3) and tuple(info["dtype"]) == (2, 32, 1)
+          and (strides is None or tuple(strides) == (3, 1)))
+    return ok, f"shape {info['shape']}, dtype {info['dtype']}, strides {strides}"
+
+
+@rule("P8.edge_shapes", "0-d and size-0 arrays export (size-0 may have NULL data)")
+def _edge_shapes(p):
+    look = _inspect()
+    zero_d = look(p.make((), "float32").__dlpack__(max_version=(1, 3)))
+    empty = look(p.make((0, 3), "float32").__dlpack__(max_version=(1, 3)))
+    # A 0-d tensor may have a NULL shape, which inspect_capsule reports as None.
+    ok = tuple(zero_d["shape"] or ()) == () and tuple(empty["shape"]) == (0, 3)
+    return ok, f"0-d shape {zero_d['shape']}, size-0 shape {empty['shape']} data {empty['data']:#x}"
+
+
+@rule("C.exchange_api", "a C exchange API, when offered, is 1.3's PyCapsule 'dlpack_exchange_api' on the type")
+def _exchange_api(p):
+    cls = type(p.make((2, 3), "float32"))
+    api = getattr(cls, "__dlpack_c_exchange_api__", None)
+    if api is None:
+        if hasattr(cls, "__c_dlpack_exchange_api__"):
+            return False, "only DLPack 1.2's int attribute __c_dlpack_exchange_api__"
+        raise NotObservable(f"{cls.__name__} offers no C exchange API")
+    text = repr(api)
+    return '"dlpack_exchange_api"' in text and type(api).__name__ == "PyCapsule", text
+
+
+# -- running and reporting ------------------------------------------------------------------------
+
+def run(producer: Producer) -> list[dict]:
+    results = []
+    for ident, text, fn in RULES:
+        try:
+            ok, evidence = fn(producer)
+            status = PASS if ok else FAIL
+        except NotObservable as exc:
+            status, evidence = NA, str(exc)
+        except ToolMissing as exc:
+            status, evidence = ERROR, str(exc)
+        except Exception as exc:
+            status, evidence = FAIL, f"raised {type(exc).__name__}: {str(exc)[:160]}"
+        results.append({"rule": ident, "text": text, "status": status, "evidence": evidence})
+    return results
+
+
+def render(target: str, results: list[dict], color: bool = False) -> str:
+    paint = {PASS: "32", FAIL: "31", NA: "2", ERROR: "31"}
+    lines = [f"dlbridge check {target}: {len(RULES)} producer rules of DLPack 1.3"]
+    width = max(len(r["rule"]) for r in results)
+    for r in results:
+        mark = r["status"].upper().ljust(4)
+        if color:
+            mark = f"\033[{paint[r['status']]}m{mark}\033[0m"
+        lines.append(f"{mark}  {r['rule'].ljust(width)}  {r['text']}\n      {' ' * width}  evidence: {r['evidence']}")
+    counts = {s: sum(r["status"] == s for r in results) for s in (PASS, FAIL, NA, ERROR)}
+    summary = f"{counts[PASS]} passed, {counts[FAIL]} failed, {counts[NA]} not observable"
+    lines.append(summary + (f", {counts[ERROR]} could not be checked" if counts[ERROR] else ""))
+    return "\n".join(lines) + "\n"
+
+
+def main(target: str, as_json: bool = False) -> int:
+    import warnings
+
+    warnings.simplefilter("ignore")
+    try:
+        producer = load_target(target)
+    except (ImportError, AttributeError, ValueError) as exc:
+        print(f"dlbridge check: cannot load {target!r}: {exc}", file=sys.stderr)
+        return 2
+    results = run(producer)
+    if as_json:
+        json.dump({"target": target, "results": results}, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(render(target, results, color=sys.stdout.isatty()))
+    return 1 if any(r["status"] in (FAIL, ERROR) for r in results) else 0
