@@ -81,7 +81,7 @@ ManagedTensor consume_capsule(nb::handle capsule, uint64_t legacy_flags) {
   PyObject* cap = capsule.ptr();
   if (!PyCapsule_CheckExact(cap))
     throw nb::type_error(("Expected a DLPack capsule, got " +
-                          std::string(nb::type_name(capsule).c_str()) + ".")
+                          std::string(nb::inst_name(capsule).c_str()) + ".")
                              .c_str());
   const char* name = PyCapsule_GetName(cap);
   if (name != nullptr && std::strcmp(name, versioned_name) == 0)

@@ -243,7 +243,7 @@ Tensor import_object(nb::handle x, const ExchangeRequest& request) {
                             "reading __cuda_array_interface__ needs the CUDA runtime, "
                             "which was not found.");
   throw nb::type_error((std::string("dlbridge.from_dlpack cannot read a ") +
-                        nb::type_name(x).c_str() +
+                        nb::inst_name(x).c_str() +
                         ": it has no __dlpack__, buffer protocol or __array_interface__.")
                            .c_str());
 }

@@ -18,7 +18,7 @@ namespace {
 int64_t int_from(nb::handle value, const char* what) {
   if (!PyLong_Check(value.ptr()) || PyBool_Check(value.ptr()))
     bad_argument(std::string(what) + " must be an int, got " +
-                 nb::type_name(value).c_str() + ".");
+                 nb::inst_name(value).c_str() + ".");
   int overflow = 0;
   long long v = PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
   if (overflow != 0)
@@ -82,7 +82,7 @@ Device device_from_python(nb::handle value) {
     return parse_device(nb::cast<std::string>(nb::str(value)));
   } catch (const Error&) {
     bad_argument(std::string("Cannot read a device from ") +
-                 nb::type_name(value).c_str() +
+                 nb::inst_name(value).c_str() +
                  "; pass 'cpu', 'cuda:1', (device_type, device_id) or a "
                  "dlbridge.Device.");
   }
@@ -116,7 +116,7 @@ DType dtype_from_python(nb::handle value) {
                         ? named.attr("name")
                         : nb::str(named);
   if (!PyUnicode_Check(name.ptr()))
-    bad_argument(std::string("Cannot read a dtype from ") + nb::type_name(value).c_str());
+    bad_argument(std::string("Cannot read a dtype from ") + nb::inst_name(value).c_str());
   return parse_dtype(normalise_dtype_name(nb::cast<std::string>(name)));
 }
 
@@ -142,7 +142,7 @@ std::optional<bool> copy_from_python(nb::handle value) {
   if (value.is_none()) return std::nullopt;
   if (!PyBool_Check(value.ptr()))
     bad_argument(std::string("copy must be True, False or None, got ") +
-                 nb::type_name(value).c_str() + ".");
+                 nb::inst_name(value).c_str() + ".");
   return value.ptr() == Py_True;
 }
 
