@@ -288,6 +288,13 @@ TEST(Adopt, UnknownFlagBitsAtOurMinorAreMalformed) {
   EXPECT_EQ(e->code(), ErrorCode::invalid_tensor);
   EXPECT_TRUE(contains(e->message(), "0x8000000000000000")) << e->message();
   EXPECT_EQ(p.calls.count, 1);
+
+  Producer q(1, 3, 0x8);
+  auto low_bit = error_of([&] { ManagedTensor::adopt(&q.versioned); });
+  ASSERT_TRUE(low_bit);
+  EXPECT_EQ(low_bit->code(), ErrorCode::invalid_tensor);
+  EXPECT_TRUE(contains(low_bit->message(), "0x8 ")) << low_bit->message();
+  EXPECT_EQ(q.calls.count, 1);
 }
 
 TEST(Adopt, InvalidTensorIsDeletedOnce) {
