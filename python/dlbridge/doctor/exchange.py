@@ -60,13 +60,13 @@ def run_case(libs: dict, producer: str, consumer: str, case_name: str, route: st
     expected = case.build()
     try:
         got = cons.to_numpy(out)
-        same = got.shape == expected.shape and np.array_equal(got, expected)
+        same = got.shape == expected.shape and got.dtype == expected.dtype and np.array_equal(got, expected)
     except Exception as exc:
         same = None
         result["note"] = f"values not checked: {type(exc).__name__}"
     if same is False:
         result["status"] = WRONG
-        result["error"] = {"type": "WrongResult", "message": "values or shape differ from the source",
+        result["error"] = {"type": "WrongResult", "message": "values, dtype or shape differ from the source",
                            "code": None, "hint": None}
         return result
     if expected.size == 0:

@@ -97,6 +97,10 @@ def _jax():
     import jax.numpy as jnp
     import numpy as np
 
+    # Without x64 JAX narrows int64/float64 on creation, and every 64-bit case
+    # would test a different dtype than the one named.
+    jax.config.update("jax_enable_x64", True)
+
     def make(a):
         if a.ndim >= 1 and a.size and not a.flags.c_contiguous:
             raise NotApplicable("jax arrays are always compact row-major")
