@@ -27,11 +27,16 @@ namespace dlbridge {
 struct CopyOptions {
   // Most threads one copy may use; 0 means std::thread::hardware_concurrency.
   unsigned max_threads = 0;
-  // Each thread must get at least this many bytes, so copies below twice
-  // this stay on the calling thread. Measured on the reference machine
-  // (bench/copy_bench.cpp): below it, starting a thread costs more than the
-  // second core saves.
-  int64_t min_bytes_per_thread = int64_t(1) << 20;
+  // Each thread of a strided or transposing copy gets at least this many
+  // bytes, so smaller copies stay on the calling thread. bench/copy_bench's
+  // "threshold" rows: on the 2-core reference machine a second thread pays
+  // for transposes from about 256 KiB of data per thread.
+  int64_t min_bytes_per_thread = int64_t(256) << 10;
+  // The same for copies that are one contiguous block. memcpy on one core
+  // already runs near memory bandwidth on small machines (threads measured
+  // no faster up to 64 MiB there), so only very large blocks are split; on
+  // machines with many memory channels lowering this pays.
+  int64_t min_contiguous_bytes_per_thread = int64_t(32) << 20;
 };
 
 namespace detail {
@@ -115,20 +120,23 @@ inline std::shared_ptr<void> allocate_host(int64_t bytes) {
 // The copy itself, on checked arguments that do not overlap.
 inline void copy_checked(const TensorView& src, const TensorView& dst,
                          const CopyOptions& options) {
-  const unsigned threads =
-      threads_for(dst.nbytes(), options.max_threads, options.min_bytes_per_thread);
   if (src.packed()) {
+    // Only contiguous packed copies are ever split (see copy_packed).
     copy_packed(static_cast<const unsigned char*>(src.data()),
                 static_cast<unsigned char*>(dst.data()), src.dtype().element_bits(),
                 gather_dims(src.ndim(), src.shape(), src.strides(), dst.strides(), 1),
-                threads);
+                threads_for(dst.nbytes(), options.max_threads,
+                            options.min_contiguous_bytes_per_thread));
     return;
   }
   const BytePlan plan = plan_byte_copy(
       static_cast<const char*>(src.data()), static_cast<char*>(dst.data()),
       int64_t(src.dtype().element_bytes()), src.ndim(), src.shape(),
       src.strides(), dst.strides(), src.size());
-  run_byte_plan(plan, threads);
+  const int64_t per_thread = plan.kernel == ByteKernel::contiguous
+                                 ? options.min_contiguous_bytes_per_thread
+                                 : options.min_bytes_per_thread;
+  run_byte_plan(plan, threads_for(plan.bytes, options.max_threads, per_thread));
 }
 
 inline TensorView compact_host_view(void* data, const TensorView& like,

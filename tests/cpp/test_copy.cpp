@@ -179,7 +179,7 @@ std::vector<unsigned char> reference(const Strided& src, const Strided& dst,
   return out;
 }
 
-const CopyOptions forced_threads{3, 1};
+const CopyOptions forced_threads{3, 1, 1};
 
 // src and dst of one shape in independent random layouts; the whole dst
 // buffer is compared, so bytes outside the view must be left alone too.
@@ -351,7 +351,7 @@ TEST(CopyInto, PackedContiguousThreaded) {
 TEST(CopyInto, ThreadedKernels) {
   std::mt19937 rng(13);
   const DTypeCase& f32 = byte_dtypes[3];
-  const CopyOptions many{4, 1};
+  const CopyOptions many{4, 1, 1};
   struct Case {
     std::vector<int64_t> shape, src_strides, dst_strides;
   };
@@ -371,7 +371,7 @@ TEST(CopyInto, ThreadedKernels) {
     place(dst, f32, 0);
     fill_random(src.bytes, rng);
     const auto expected = reference(src, dst, f32);
-    for (const CopyOptions& options : {many, CopyOptions{1, 1}}) {
+    for (const CopyOptions& options : {many, CopyOptions{1, 1, 1}}) {
       std::fill(dst.bytes.begin(), dst.bytes.end(), 0);
       dlbridge::copy_into(view_of(src, f32), view_of(dst, f32), options);
       ASSERT_EQ(dst.bytes, expected) << "shape[0] " << c.shape[0];

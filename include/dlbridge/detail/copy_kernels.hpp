@@ -40,11 +40,16 @@ void strided_row(char* dst, const char* src, int64_t n, int64_t dst_step,
   for (int64_t i = 0; i < n; ++i, dst += dst_step, src += src_step) move(dst, src);
 }
 
-// Elements per tile side: a tile's src lines (one per i) and dst rows stay in
-// L1 together. Found by measurement (bench/copy_bench.cpp, "transpose").
+// A tile is tile_side elements along j (one cache line of src per row, at
+// least 16 elements so register blocks fill it) by tile_rows along i.
+// Chosen by a sweep on 4096x4096 and 1000x1000 transposes of 1- to 8-byte
+// elements: with power-of-two strides every src row of a tile maps to the
+// same L1 set, so taller tiles (64 rows) thrash and lose up to 2x, while
+// wider ones (256-1024 bytes) gain nothing.
 constexpr int64_t tile_side(int64_t elem) noexcept {
-  return elem <= 4 ? 64 : elem <= 8 ? 32 : 16;
+  return std::max<int64_t>(16, 64 / elem);
 }
+constexpr int64_t tile_rows(int64_t) noexcept { return 16; }
 
 // dst[j*dj + i*di] = src[j*sj + i*si] over a tile, scalar.
 template <typename Move>
@@ -56,54 +61,67 @@ void tile_scalar(char* dst, const char* src, int64_t nj, int64_t ni,
 }
 
 #if defined(__SSE2__)
-// 4x4 transposes in registers for 4-byte elements when j reads and i writes
-// contiguously: four 16-byte loads and four 16-byte stores per 16 elements
-// instead of 32 scalar moves.
-inline void tile_sse_4(char* dst, const char* src, int64_t nj, int64_t ni,
-                       int64_t dj, int64_t si) noexcept {
-  const int64_t nj4 = nj & ~int64_t(3), ni4 = ni & ~int64_t(3);
-  for (int64_t j = 0; j < nj4; j += 4) {
-    for (int64_t i = 0; i < ni4; i += 4) {
-      const char* s = src + j * 4 + i * si;
-      __m128 r0 = _mm_castsi128_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s)));
-      __m128 r1 = _mm_castsi128_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + si)));
-      __m128 r2 = _mm_castsi128_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 2 * si)));
-      __m128 r3 = _mm_castsi128_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 3 * si)));
-      _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
-      char* d = dst + j * dj + i * 4;
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(d), _mm_castps_si128(r0));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(d + dj), _mm_castps_si128(r1));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 2 * dj), _mm_castps_si128(r2));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 3 * dj), _mm_castps_si128(r3));
-    }
+// Interleaves a and b in units of W bytes: the low or high halves.
+template <int W>
+inline __m128i unpack(__m128i a, __m128i b, bool high) noexcept {
+  static_assert(W == 1 || W == 2 || W == 4 || W == 8);
+  if constexpr (W == 1) {
+    return high ? _mm_unpackhi_epi8(a, b) : _mm_unpacklo_epi8(a, b);
+  } else if constexpr (W == 2) {
+    return high ? _mm_unpackhi_epi16(a, b) : _mm_unpacklo_epi16(a, b);
+  } else if constexpr (W == 4) {
+    return high ? _mm_unpackhi_epi32(a, b) : _mm_unpacklo_epi32(a, b);
+  } else {
+    return high ? _mm_unpackhi_epi64(a, b) : _mm_unpacklo_epi64(a, b);
   }
-  FixedMove<4> move;
-  // The ragged right and bottom edges.
-  if (ni4 < ni)
-    tile_scalar(dst + ni4 * 4, src + ni4 * si, nj4, ni - ni4, dj, 4, 4, si, move);
-  if (nj4 < nj)
-    tile_scalar(dst + nj4 * dj, src + nj4 * 4, nj - nj4, ni, dj, 4, 4, si, move);
 }
 
-// The same for 8-byte elements, 2x2 per step.
-inline void tile_sse_8(char* dst, const char* src, int64_t nj, int64_t ni,
-                       int64_t dj, int64_t si) noexcept {
-  const int64_t nj2 = nj & ~int64_t(1), ni2 = ni & ~int64_t(1);
-  for (int64_t j = 0; j < nj2; j += 2) {
-    for (int64_t i = 0; i < ni2; i += 2) {
-      const char* s = src + j * 8 + i * si;
-      const __m128i r0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s));
-      const __m128i r1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + si));
-      char* d = dst + j * dj + i * 8;
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(d), _mm_unpacklo_epi64(r0, r1));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(d + dj), _mm_unpackhi_epi64(r0, r1));
-    }
+// One round of a register transpose. Before it, x holds `Groups` groups of
+// rows, each split into `Blocks` column blocks whose columns are W bytes
+// (W / E rows) wide; pairing neighbouring groups doubles W.
+template <int N, int W, int Groups, int Blocks>
+inline void transpose_round(__m128i (&x)[N]) noexcept {
+  if constexpr (Groups > 1) {
+    __m128i y[N];
+    for (int g = 0; g < Groups / 2; ++g)
+      for (int c = 0; c < Blocks; ++c) {
+        const __m128i a = x[2 * g * Blocks + c], b = x[(2 * g + 1) * Blocks + c];
+        y[g * 2 * Blocks + 2 * c] = unpack<W>(a, b, false);
+        y[g * 2 * Blocks + 2 * c + 1] = unpack<W>(a, b, true);
+      }
+    for (int k = 0; k < N; ++k) x[k] = y[k];
+    transpose_round<N, W * 2, Groups / 2, Blocks * 2>(x);
   }
-  FixedMove<8> move;
-  if (ni2 < ni)
-    tile_scalar(dst + ni2 * 8, src + ni2 * si, nj2, ni - ni2, dj, 8, 8, si, move);
-  if (nj2 < nj)
-    tile_scalar(dst + nj2 * dj, src + nj2 * 8, nj - nj2, ni, dj, 8, 8, si, move);
+}
+
+// An N x N block of E-byte elements (N = 16 / E) transposed in registers:
+// N 16-byte loads along j, N 16-byte stores along i.
+template <int E>
+inline void block_sse(char* dst, const char* src, int64_t dj, int64_t si) noexcept {
+  constexpr int N = 16 / E;
+  __m128i x[N];
+  for (int r = 0; r < N; ++r)
+    x[r] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + r * si));
+  transpose_round<N, E, N, 1>(x);
+  for (int c = 0; c < N; ++c)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + c * dj), x[c]);
+}
+
+// A tile whose j reads and i writes are contiguous, in register blocks; the
+// ragged right and bottom edges go element by element.
+template <int E>
+inline void tile_sse(char* dst, const char* src, int64_t nj, int64_t ni,
+                     int64_t dj, int64_t si) noexcept {
+  constexpr int64_t N = 16 / E;
+  const int64_t njb = nj / N * N, nib = ni / N * N;
+  for (int64_t j = 0; j < njb; j += N)
+    for (int64_t i = 0; i < nib; i += N)
+      block_sse<E>(dst + j * dj + i * E, src + j * E + i * si, dj, si);
+  FixedMove<E> move;
+  if (nib < ni)
+    tile_scalar(dst + nib * E, src + nib * si, njb, ni - nib, dj, E, E, si, move);
+  if (njb < nj)
+    tile_scalar(dst + njb * dj, src + njb * E, nj - njb, ni, dj, E, E, si, move);
 }
 #endif
 
@@ -112,8 +130,12 @@ void tile(char* dst, const char* src, int64_t nj, int64_t ni, int64_t dj,
           int64_t di, int64_t sj, int64_t si, Move move) noexcept {
 #if defined(__SSE2__)
   if (sj == move.size() && di == move.size()) {
-    if (move.size() == 4) return tile_sse_4(dst, src, nj, ni, dj, si);
-    if (move.size() == 8) return tile_sse_8(dst, src, nj, ni, dj, si);
+    switch (move.size()) {
+      case 1: return tile_sse<1>(dst, src, nj, ni, dj, si);
+      case 2: return tile_sse<2>(dst, src, nj, ni, dj, si);
+      case 4: return tile_sse<4>(dst, src, nj, ni, dj, si);
+      case 8: return tile_sse<8>(dst, src, nj, ni, dj, si);
+    }
   }
 #endif
   tile_scalar(dst, src, nj, ni, dj, di, sj, si, move);
@@ -124,12 +146,12 @@ void tile(char* dst, const char* src, int64_t nj, int64_t ni, int64_t dj,
 template <typename Move>
 void blocked_2d(char* dst, const char* src, int64_t nj, int64_t ni,
                 const CopyDim& j, const CopyDim& i, Move move) noexcept {
-  const int64_t side = tile_side(move.size());
-  for (int64_t j0 = 0; j0 < nj; j0 += side) {
-    const int64_t tj = std::min(side, nj - j0);
-    for (int64_t i0 = 0; i0 < ni; i0 += side)
+  const int64_t side_j = tile_side(move.size()), side_i = tile_rows(move.size());
+  for (int64_t j0 = 0; j0 < nj; j0 += side_j) {
+    const int64_t tj = std::min(side_j, nj - j0);
+    for (int64_t i0 = 0; i0 < ni; i0 += side_i)
       tile(dst + j0 * j.dst + i0 * i.dst, src + j0 * j.src + i0 * i.src, tj,
-           std::min(side, ni - i0), j.dst, i.dst, j.src, i.src, move);
+           std::min(side_i, ni - i0), j.dst, i.dst, j.src, i.src, move);
   }
 }
 

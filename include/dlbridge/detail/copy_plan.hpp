@@ -85,6 +85,7 @@ inline void merge_dims(CopyDims& dims) {
 // exactly with a bitmap, and large ones refused rather than guessed.
 inline std::string dst_overlap_problem(int32_t ndim, const int64_t* shape,
                                        const int64_t* strides) {
+  if (is_c_contiguous(ndim, shape, strides)) return {};  // the common case, cheaply
   std::vector<CopyDim> dims;
   for (int32_t d = 0; d < ndim; ++d) {
     if (shape[d] == 0) return {};
