@@ -29,9 +29,10 @@ struct CopyOptions {
   unsigned max_threads = 0;
   // Each thread of a strided or transposing copy gets at least this many
   // bytes, so smaller copies stay on the calling thread. bench/copy_bench's
-  // "threshold" rows: on the 2-core reference machine a second thread pays
-  // for transposes from about 256 KiB of data per thread.
-  int64_t min_bytes_per_thread = int64_t(256) << 10;
+  // "threshold" rows on the 2-core reference machine (shared, so noisy): a
+  // second thread won from ~256 KiB when the other core was idle and lost
+  // below several MiB when it was busy; 4 MiB is the safe middle.
+  int64_t min_bytes_per_thread = int64_t(4) << 20;
   // The same for copies that are one contiguous block. memcpy on one core
   // already runs near memory bandwidth on small machines (threads measured
   // no faster up to 64 MiB there), so only very large blocks are split; on

@@ -43,14 +43,21 @@ inline CopyDims gather_dims(int32_t ndim, const int64_t* shape,
 }
 
 // Outermost first by |dst stride|, so the innermost loop writes the closest
-// addresses; ties (only possible with broadcasting) fall back to src.
-inline void sort_dims(CopyDims& dims) {
-  std::stable_sort(dims.dim, dims.dim + dims.ndim,
-                   [](const CopyDim& a, const CopyDim& b) {
-                     const int64_t ad = std::llabs(a.dst), bd = std::llabs(b.dst);
-                     if (ad != bd) return ad > bd;
-                     return std::llabs(a.src) > std::llabs(b.src);
-                   });
+// addresses; ties (only possible with broadcasting) fall back to src. An
+// insertion sort: stable, no allocation (std::stable_sort's buffer was a
+// visible part of the cost of small copies), and ndim is small.
+inline void sort_dims(CopyDims& dims) noexcept {
+  auto outer_first = [](const CopyDim& a, const CopyDim& b) {
+    const int64_t ad = std::llabs(a.dst), bd = std::llabs(b.dst);
+    if (ad != bd) return ad > bd;
+    return std::llabs(a.src) > std::llabs(b.src);
+  };
+  for (int32_t i = 1; i < dims.ndim; ++i) {
+    const CopyDim key = dims.dim[i];
+    int32_t j = i;
+    for (; j > 0 && outer_first(key, dims.dim[j - 1]); --j) dims.dim[j] = dims.dim[j - 1];
+    dims.dim[j] = key;
+  }
 }
 
 // Merges dim i into dim i+1 wherever one loop over both walks src and dst
