@@ -13,3 +13,4 @@
 #include "device_request.hpp"
 #include "producer.hpp"
 #include "allocate.hpp"
+#include "exchange_api.hpp"

@@ -56,15 +56,24 @@ class ManagedTensor {
   ManagedTensor() noexcept = default;
   ManagedTensor(const ManagedTensor&) = delete;
   ManagedTensor& operator=(const ManagedTensor&) = delete;
-  ManagedTensor(ManagedTensor&& other) noexcept { swap(other); }
+  // Moves hand over the pointers and the view once; a swap would move the
+  // view three times, and this sits on every import.
+  ManagedTensor(ManagedTensor&& other) noexcept
+      : versioned_(std::exchange(other.versioned_, nullptr)),
+        legacy_(std::exchange(other.legacy_, nullptr)),
+        legacy_flags_(other.legacy_flags_),
+        view_(std::move(other.view_)) {}
   ManagedTensor& operator=(ManagedTensor&& other) noexcept {
     if (this != &other) {
       reset();
-      swap(other);
+      versioned_ = std::exchange(other.versioned_, nullptr);
+      legacy_ = std::exchange(other.legacy_, nullptr);
+      legacy_flags_ = other.legacy_flags_;
+      view_ = std::move(other.view_);
     }
     return *this;
   }
-  ~ManagedTensor() { reset(); }
+  ~ManagedTensor() { run_deleter(); }
 
   // Takes ownership of m. A major version other than 1 is refused after its
   // deleter has run and without reading any other field; so is anything
@@ -169,8 +178,7 @@ class ManagedTensor {
 
   // Runs the deleter now (if any) and leaves this empty.
   void reset() noexcept {
-    if (auto* m = std::exchange(versioned_, nullptr); m && m->deleter) m->deleter(m);
-    if (auto* m = std::exchange(legacy_, nullptr); m && m->deleter) m->deleter(m);
+    run_deleter();
     view_ = TensorView();
     legacy_flags_ = 0;
   }
@@ -183,6 +191,11 @@ class ManagedTensor {
   }
 
  private:
+  void run_deleter() noexcept {
+    if (auto* m = std::exchange(versioned_, nullptr); m && m->deleter) m->deleter(m);
+    if (auto* m = std::exchange(legacy_, nullptr); m && m->deleter) m->deleter(m);
+  }
+
   static std::string hex(uint64_t value) {
     const char* digits = "0123456789abcdef";
     std::string text;

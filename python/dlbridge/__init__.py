@@ -16,6 +16,7 @@ from ._core import (
     inspect_capsule,
     to_dlpack,
 )
+from .convert import convert
 from .errors import (
     ConsumedCapsuleError,
     CopyRequiredError,
@@ -31,7 +32,7 @@ from .errors import (
 )
 
 __all__ = [
-    "DLPACK_VERSION", "Device", "DeviceType", "DType", "Tensor", "__version__", "empty", "from_dlpack",
+    "DLPACK_VERSION", "convert", "Device", "DeviceType", "DType", "Tensor", "__version__", "empty", "from_dlpack",
     "inspect_capsule", "to_dlpack", "ConsumedCapsuleError", "CopyRequiredError", "DeviceUnavailableError",
     "DLPackError", "InvalidTensorError", "LayoutError", "ReadOnlyError", "StreamError",
     "UnsupportedDeviceError", "UnsupportedDTypeError", "VersionError",

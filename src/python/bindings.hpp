@@ -6,6 +6,7 @@
 
 #include <dlbridge/dlbridge.hpp>
 #include <dlbridge/copy.hpp>
+#include <dlbridge/exchange_api.hpp>
 
 #include <memory>
 #include <optional>
@@ -56,6 +57,9 @@ void bind_capsules(nb::module_& m);
 // --- tensor.cpp
 void bind_tensor(nb::module_& m);
 nb::object wrap_tensor(Tensor tensor);
+PyTypeObject* tensor_type() noexcept;
+// The Tensor inside a dlbridge.Tensor object (or a subclass), else NULL.
+const Tensor* as_tensor(nb::handle object) noexcept;
 Tensor tensor_from_managed(ManagedTensor managed);
 Tensor copy_tensor(const Tensor& source, Device target);
 nb::object export_capsule(const Tensor& tensor, const ExchangeRequest& request);
@@ -63,6 +67,12 @@ nb::object export_capsule(const Tensor& tensor, const ExchangeRequest& request);
 // --- import.cpp
 Tensor import_object(nb::handle x, const ExchangeRequest& request);
 void bind_import(nb::module_& m);
+
+// --- exchange.cpp
+const abi::DLPackExchangeAPI* dlbridge_exchange_api() noexcept;
+// The usable exchange API table of a producer type, or NULL.
+const abi::DLPackExchangeAPI* find_exchange_api(PyTypeObject* type);
+void bind_exchange_api(nb::module_& m);
 
 // --- testing.cpp
 void bind_testing(nb::module_& m);

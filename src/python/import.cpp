@@ -33,64 +33,111 @@ struct PythonOwner {
 // How much of the DLPack keyword protocol a producer type accepts, learnt
 // from the first call and remembered: probing by TypeError on every call
 // would cost microseconds each time.
-enum class ProtocolLevel : uint8_t { all_keywords, max_version_only, no_keywords };
+enum class ProtocolLevel : uint8_t { unknown, max_version_only, no_keywords };
 
+// What dlbridge has learnt about one producer type.
 struct ProducerType {
   nb::object type;  // a strong reference keeps the address from being reused
-  ProtocolLevel level;
+  const abi::DLPackExchangeAPI* api = nullptr;  // its C exchange API, if any
+  ProtocolLevel level = ProtocolLevel::unknown;
 };
 
+// Only types with __dlpack__ are entered, so a hit also answers "is this a
+// DLPack producer" without an attribute lookup.
 std::unordered_map<PyTypeObject*, ProducerType>& producer_types() {
   static auto* cache = new std::unordered_map<PyTypeObject*, ProducerType>();
   return *cache;
 }
 
-nb::object dlpack_version_tuple() {
-  static PyObject* version =
-      nb::make_tuple(DLBRIDGE_DLPACK_MAJOR, DLBRIDGE_DLPACK_MINOR).release().ptr();
-  return nb::borrow(version);
+ProducerType* known_producer(PyTypeObject* type) {
+  auto& cache = producer_types();
+  auto found = cache.find(type);
+  return found == cache.end() ? nullptr : &found->second;
 }
 
-nb::object call_dlpack(nb::handle x, ProtocolLevel level, const ExchangeRequest& request) {
-  nb::object method = x.attr("__dlpack__");
-  if (level == ProtocolLevel::no_keywords) return method();
-  nb::dict kwargs;
-  kwargs["max_version"] = dlpack_version_tuple();
-  if (!request.stream.is_none()) kwargs["stream"] = request.stream;
-  if (level == ProtocolLevel::all_keywords) {
+ProducerType& learn_producer(PyTypeObject* type) {
+  ProducerType entry;
+  entry.type = nb::borrow(reinterpret_cast<PyObject*>(type));
+  entry.api = find_exchange_api(type);
+  return producer_types().emplace(type, std::move(entry)).first->second;
+}
+
+// x.__dlpack__(max_version=(1, 3)) through vectorcall with interned names:
+// the common call builds no dict and no tuple.
+nb::object call_dlpack_max_version(nb::handle x, nb::handle stream) {
+  static PyObject* method = PyUnicode_InternFromString("__dlpack__");
+  static PyObject* version =
+      nb::make_tuple(DLBRIDGE_DLPACK_MAJOR, DLBRIDGE_DLPACK_MINOR).release().ptr();
+  static PyObject* names_version = nb::make_tuple("max_version").release().ptr();
+  static PyObject* names_version_stream = nb::make_tuple("max_version", "stream").release().ptr();
+  const bool with_stream = !stream.is_none();
+  PyObject* args[] = {x.ptr(), version, stream.ptr()};
+  PyObject* result = PyObject_VectorcallMethod(
+      method, args, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET,
+      with_stream ? names_version_stream : names_version);
+  if (result == nullptr) throw nb::python_error();
+  return nb::steal(result);
+}
+
+// The first call to a type's __dlpack__, with every keyword the request
+// needs; a TypeError walks down to fewer keywords.
+nb::object call_dlpack_probing(nb::handle x, ProducerType& known, const ExchangeRequest& request) {
+  if (request.device || request.copy == false) {
+    nb::dict kwargs;
+    kwargs["max_version"] = nb::make_tuple(DLBRIDGE_DLPACK_MAJOR, DLBRIDGE_DLPACK_MINOR);
+    if (!request.stream.is_none()) kwargs["stream"] = request.stream;
     if (request.device)
       kwargs["dl_device"] = nb::make_tuple(int32_t(request.device->type), request.device->id);
     // copy=True is not forwarded: dlbridge copies itself, so that "never
     // aliases" holds even for producers that ignore the keyword.
     if (request.copy == false) kwargs["copy"] = false;
-  }
-  return method(**kwargs);
-}
-
-// Calls x.__dlpack__ with as many keywords as its type understands.
-ManagedTensor import_dlpack(nb::handle x, const ExchangeRequest& request) {
-  PyTypeObject* type = Py_TYPE(x.ptr());
-  auto& cache = producer_types();
-  auto known = cache.find(type);
-  if (known != cache.end())
-    return consume_capsule(call_dlpack(x, known->second.level, request));
-  const ProtocolLevel ladder[] = {ProtocolLevel::all_keywords, ProtocolLevel::max_version_only,
-                                  ProtocolLevel::no_keywords};
-  const bool extras = request.device || request.copy == false;
-  for (ProtocolLevel level : ladder) {
-    if (level == ProtocolLevel::all_keywords && !extras) continue;
     try {
-      nb::object capsule = call_dlpack(x, level, request);
-      // Remember only what a plain max_version probe taught: a TypeError for
-      // dl_device may be about the device, not about the keyword.
-      if (level != ProtocolLevel::all_keywords)
-        cache.emplace(type, ProducerType{nb::borrow(reinterpret_cast<PyObject*>(type)), level});
-      return consume_capsule(capsule);
+      return x.attr("__dlpack__")(**kwargs);
     } catch (nb::python_error& e) {
-      if (!e.matches(PyExc_TypeError) || level == ProtocolLevel::no_keywords) throw;
+      // A TypeError here may be about the device, not the keyword, so it
+      // teaches nothing to remember; fall back to the plain call.
+      if (!e.matches(PyExc_TypeError)) throw;
     }
   }
-  throw nb::type_error("unreachable");
+  if (known.level != ProtocolLevel::no_keywords) {
+    try {
+      nb::object capsule = call_dlpack_max_version(x, request.stream);
+      known.level = ProtocolLevel::max_version_only;
+      return capsule;
+    } catch (nb::python_error& e) {
+      if (!e.matches(PyExc_TypeError) || known.level == ProtocolLevel::max_version_only) throw;
+    }
+  }
+  nb::object capsule = x.attr("__dlpack__")();
+  known.level = ProtocolLevel::no_keywords;
+  return capsule;
+}
+
+// Through the producer's C exchange API when it has one and the request is
+// plain; std::nullopt sends the caller to __dlpack__. Non-host results go
+// back: the _no_sync entry leaves stream ordering to the caller, and
+// __dlpack__ lets the producer do it.
+std::optional<ManagedTensor> import_exchange_api(nb::handle x, const ProducerType& known,
+                                                 const ExchangeRequest& request) {
+  if (known.api == nullptr || request.device || request.copy == false) return std::nullopt;
+  abi::DLManagedTensorVersioned* out = nullptr;
+  if (known.api->managed_tensor_from_py_object_no_sync(x.ptr(), &out) != 0) {
+    if (PyErr_Occurred()) throw nb::python_error();
+    detail::fail(ErrorCode::invalid_tensor,
+                 "The producer's C exchange API failed without saying why.",
+                 "Report it to the producing library.");
+  }
+  ManagedTensor managed = ManagedTensor::adopt(out);
+  if (!is_host_accessible(managed.view().device().type)) return std::nullopt;
+  return managed;
+}
+
+ManagedTensor import_dlpack(nb::handle x, ProducerType& known, const ExchangeRequest& request) {
+  if (auto managed = import_exchange_api(x, known, request)) return std::move(*managed);
+  if (known.level == ProtocolLevel::max_version_only && !request.device && request.copy != false)
+    return consume_capsule(call_dlpack_max_version(x, request.stream));
+  if (known.level == ProtocolLevel::no_keywords) return consume_capsule(x.attr("__dlpack__")());
+  return consume_capsule(call_dlpack_probing(x, known, request));
 }
 
 [[noreturn]] void unsupported_format(const std::string& what) {
@@ -226,12 +273,15 @@ Tensor finish_import(Tensor t, const ExchangeRequest& request, bool copied_by_pr
 }  // namespace
 
 Tensor import_object(nb::handle x, const ExchangeRequest& request) {
-  if (nb::isinstance<Tensor>(x)) return finish_import(nb::cast<Tensor>(x), request, false);
+  if (const Tensor* t = as_tensor(x)) return finish_import(*t, request, false);
   if (PyCapsule_CheckExact(x.ptr()))
     return finish_import(tensor_from_managed(consume_capsule(x)), request, false);
-  if (nb::hasattr(x, "__dlpack__")) {
-    ManagedTensor managed = import_dlpack(x, request);
+  ProducerType* known = known_producer(Py_TYPE(x.ptr()));
+  if (known == nullptr && nb::hasattr(x, "__dlpack__")) known = &learn_producer(Py_TYPE(x.ptr()));
+  if (known != nullptr) {
+    ManagedTensor managed = import_dlpack(x, *known, request);
     const bool copied = (managed.flags() & DLBRIDGE_FLAG_IS_COPIED) != 0;
+    if (!request.device && !request.copy) return tensor_from_managed(std::move(managed));
     return finish_import(tensor_from_managed(std::move(managed)), request, copied);
   }
   if (PyObject_CheckBuffer(x.ptr())) return finish_import(import_buffer(x), request, false);
@@ -253,7 +303,7 @@ void bind_import(nb::module_& m) {
         [](nb::handle x, nb::handle device, nb::handle copy) {
           ExchangeRequest request{std::nullopt, dl_device_from_python(device),
                                   copy_from_python(copy), nb::none()};
-          return import_object(x, request);
+          return wrap_tensor(import_object(x, request));
         },
         nb::arg("x"), nb::kw_only(), nb::arg("device") = nb::none(), nb::arg("copy") = nb::none(),
         "Import x (a DLPack producer, a DLPack capsule, or any object with the buffer "
@@ -283,7 +333,7 @@ void bind_import(nb::module_& m) {
           std::vector<int64_t> dims;
           if (PyLong_Check(shape.ptr())) dims.push_back(nb::cast<int64_t>(shape));
           else dims = int_tuple(shape, "shape");
-          return tensor_from_managed(allocate_compact(dtype_from_python(dtype), dims));
+          return wrap_tensor(tensor_from_managed(allocate_compact(dtype_from_python(dtype), dims)));
         },
         nb::arg("shape"), nb::arg("dtype") = "float32", nb::arg("device") = "cpu",
         "A new, writable, compact tensor with uninitialised contents.");

@@ -12,6 +12,7 @@ NB_MODULE(_core, m) {
   bind_types(m);
   bind_capsules(m);
   bind_tensor(m);
+  bind_exchange_api(m);
   bind_import(m);
   bind_testing(m);
 }

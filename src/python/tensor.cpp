@@ -149,16 +149,36 @@ std::string tensor_repr(const Tensor& t) {
 }  // namespace
 
 Tensor tensor_from_managed(ManagedTensor managed) {
-  Tensor t;
-  t.view = managed.view();
   // The tensor speaks for the data from now on; IS_COPIED described only
   // the exchange that delivered it.
-  t.view = t.view.with_flags(t.view.flags() & ~DLBRIDGE_FLAG_IS_COPIED);
+  const uint64_t flags = managed.flags();
+  Tensor t{nullptr, (flags & DLBRIDGE_FLAG_IS_COPIED)
+                        ? managed.view().with_flags(flags & ~DLBRIDGE_FLAG_IS_COPIED)
+                        : managed.view()};
   t.storage = std::make_shared<const ManagedTensor>(std::move(managed));
   return t;
 }
 
-nb::object wrap_tensor(Tensor tensor) { return nb::cast(std::move(tensor)); }
+namespace {
+PyTypeObject* tensor_type_object = nullptr;
+}
+
+PyTypeObject* tensor_type() noexcept { return tensor_type_object; }
+
+const Tensor* as_tensor(nb::handle object) noexcept {
+  PyObject* o = object.ptr();
+  if (o != nullptr && PyObject_TypeCheck(o, tensor_type_object)) return nb::inst_ptr<Tensor>(o);
+  return nullptr;
+}
+
+// Builds the Python object around the tensor in place: no intermediate
+// moves and no type lookup, which matters on every import.
+nb::object wrap_tensor(Tensor tensor) {
+  nb::object out = nb::inst_alloc(nb::handle(reinterpret_cast<PyObject*>(tensor_type_object)));
+  new (nb::inst_ptr<Tensor>(out)) Tensor(std::move(tensor));
+  nb::inst_mark_ready(out);
+  return out;
+}
 
 Tensor copy_tensor(const Tensor& source, Device target) {
   switch (device_support(target)) {
@@ -194,7 +214,7 @@ nb::object export_capsule(const Tensor& tensor, const ExchangeRequest& request) 
 }
 
 void bind_tensor(nb::module_& m) {
-  nb::class_<Tensor>(m, "Tensor", nb::type_slots(tensor_slots),
+  auto cls = nb::class_<Tensor>(m, "Tensor", nb::type_slots(tensor_slots),
                      "A validated DLPack tensor: a zero-copy view of another "
                      "library's memory, or the owner of its own.")
       .def_prop_ro("shape", [](const Tensor& t) { return dims_tuple(t.view.shape(), t.view.ndim()); })
@@ -232,10 +252,11 @@ void bind_tensor(nb::module_& m) {
       .def("copy",
            [](const Tensor& t, nb::handle device) {
              Device target = device.is_none() ? t.view.device() : device_from_python(device);
-             return copy_tensor(t, target);
+             return wrap_tensor(copy_tensor(t, target));
            },
            nb::arg("device") = nb::none(), "A new, writable, compact (C-order) copy.")
       .def("__repr__", &tensor_repr);
+  tensor_type_object = reinterpret_cast<PyTypeObject*>(cls.ptr());
 }
 
 }  // namespace dlbridge::python
