@@ -1,0 +1,123 @@
+"""Shared fixtures of the Python suite.
+
+numpy, torch, jax and ml_dtypes are pinned dependencies of the suite and are
+imported directly: a missing one must fail the run, not skip half of it.
+Only tests that need a GPU may skip.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import dlbridge
+from dlbridge._core import _testing
+
+
+def _jax_setup() -> None:
+    # Without x64 JAX silently narrows int64/float64/complex128, and the
+    # interop tests could not tell a dtype refusal from a narrowing.
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    jax.config.update("jax_platforms", "cpu")
+
+
+_jax_setup()
+
+# Importing torch and jax leaves ~10^6 long-lived objects; moving them out of
+# the collector's reach makes each gc.collect() below cost ms, not 0.3 s.
+import torch  # noqa: E402,F401  (imported for its objects, frozen below)
+import jax.numpy  # noqa: E402,F401
+gc.freeze()
+
+
+class DeleterCounter:
+    """Counts _testing capsule deleter calls made since the fixture started."""
+
+    def __init__(self) -> None:
+        gc.collect()
+        self.start = _testing.deleter_calls()
+
+    @property
+    def calls(self) -> int:
+        return _testing.deleter_calls() - self.start
+
+    def settled(self) -> int:
+        # Cycles can hold tensors; collect before counting so that a count
+        # of 0 means "never ran", not "not collected yet".
+        gc.collect()
+        return self.calls
+
+
+@pytest.fixture
+def deleters() -> DeleterCounter:
+    return DeleterCounter()
+
+
+def check_error(excinfo: pytest.ExceptionInfo, cls: type, code: str) -> str:
+    """The common contract of every dlbridge error; returns the message."""
+    err = excinfo.value
+    assert type(err) is cls, f"expected {cls.__name__}, got {type(err).__name__}: {err}"
+    assert isinstance(err, dlbridge.DLPackError)
+    assert isinstance(err, BufferError)
+    assert err.code == code
+    assert err.hint, "every dlbridge error must say what to do"
+    assert err.hint in str(err)
+    return str(err)
+
+
+@pytest.fixture
+def run_python():
+    """Runs code in a fresh interpreter with the suite's Python."""
+
+    def run(code: str, timeout: float = 120.0) -> subprocess.CompletedProcess:
+        env = dict(os.environ)
+        env.setdefault("JAX_PLATFORMS", "cpu")
+        env.pop("PYTHONWARNINGS", None)
+        return subprocess.run(
+            [sys.executable, "-c", textwrap.dedent(code)],
+            capture_output=True, text=True, timeout=timeout, env=env,
+        )
+
+    return run
+
+
+def fresh_producer_class(*, style: str) -> type:
+    """A new producer type each call: dlbridge remembers per type what a
+    producer accepts, so a test that counts probes needs an unseen type.
+
+    Every call of __dlpack__ is logged in cls.calls with its keywords, also
+    the ones refused with TypeError, so probing is visible.
+    style "modern": the DLPack 1.0+ keywords; "no_keywords": a pre-2023
+    producer whose __dlpack__ takes no argument; "legacy_only": takes stream
+    and max_version (DLPack 0.8 era) but returns only "dltensor" capsules.
+    """
+    calls: list[dict] = []
+    accepted = {"modern": {"stream", "max_version", "dl_device", "copy"},
+                "no_keywords": set(),
+                "legacy_only": {"stream", "max_version"}}[style]
+
+    def __dlpack__(self, *args, **kwargs):
+        calls.append(dict(kwargs))
+        unknown = set(kwargs) - accepted
+        if args or unknown:
+            raise TypeError(f"__dlpack__() got an unexpected keyword argument {sorted(unknown)}")
+        if style == "modern":
+            return self.source.__dlpack__(**kwargs)
+        return self.source.__dlpack__()
+
+    def __dlpack_device__(self):
+        return self.source.__dlpack_device__()
+
+    def __init__(self, source):
+        self.source = source
+
+    name = "".join(part.title() for part in style.split("_")) + "Producer"
+    return type(name, (), {"__init__": __init__, "__dlpack__": __dlpack__,
+                           "__dlpack_device__": __dlpack_device__, "calls": calls})
