@@ -8,19 +8,14 @@
 #include <optional>
 #include <string>
 
+#include "backend/registry.hpp"
+#include "backend/stream.hpp"
 #include "device_request.hpp"
 #include "error.hpp"
 #include "export.hpp"
 #include "tensor_view.hpp"
 
 namespace dlbridge {
-
-// A stream argument as the DLPack Python spec defines it: absent (None) or
-// an integer whose meaning depends on the device type.
-struct StreamArg {
-  bool given = false;
-  int64_t value = 0;
-};
 
 struct ExportRequest {
   std::optional<abi::DLPackVersion> max_version;
@@ -35,55 +30,28 @@ struct ExportPlan {
   bool copy = false;  // the export is a new buffer: IS_COPIED is set
 };
 
-// Whether a device of a servable type exists here. Filled in by the device
-// backends; the CPU is device 0 only.
+// Whether a device of a servable type exists here: asks the backend that
+// serves the type (a type without one is unsupported in this build).
 inline DeviceSupport device_support(Device device) {
-  if (!is_known_device_type(device.type) || !is_servable_device_type(device.type))
-    return DeviceSupport::unsupported;
-  if (device.type == abi::kDLCPU)
-    return device.id == 0 ? DeviceSupport::served : DeviceSupport::unavailable;
-  return DeviceSupport::unavailable;
+  if (!is_known_device_type(device.type)) return DeviceSupport::unsupported;
+  auto b = backend::default_registry().find(device.type);
+  if (!b) return DeviceSupport::unsupported;
+  return b->availability(device).available ? DeviceSupport::served
+                                           : DeviceSupport::unavailable;
 }
 
-// Stream values per the DLPack Python spec. On the CPU nothing is queued, so
-// only "no stream" (None) and -1 ("do not synchronise", trivially honoured)
-// make sense; anything else is a caller's mistake worth reporting.
+// Stream values per the DLPack Python spec, interpreted for the device the
+// consumer reads on; backend::resolve_stream holds the rules per family.
 inline void validate_stream(Device target, StreamArg stream) {
-  if (!stream.given) return;
-  const int64_t s = stream.value;
-  auto refuse = [&](const std::string& why, const std::string& fix) {
-    detail::fail(ErrorCode::invalid_stream,
-                 "stream=" + std::to_string(s) + " is invalid for " +
-                     device_type_label(target.type) + ": " + why,
-                 fix);
-  };
-  switch (target.type) {
-    case abi::kDLCPU:
-    case abi::kDLCUDAHost:
-    case abi::kDLROCMHost:
-      if (s != -1)
-        refuse("host memory has no stream.",
-               "Pass stream=None (or -1) for CPU tensors.");
-      return;
-    case abi::kDLCUDA:
-    case abi::kDLCUDAManaged:
-      if (s == 0)
-        refuse("0 is ambiguous between the legacy and per-thread default streams.",
-               "Pass 1 (legacy default), 2 (per-thread default), a stream "
-               "pointer, or -1 to skip synchronisation.");
-      if (s < -1)
-        refuse("negative stream values other than -1 are undefined.",
-               "Pass None, 1, 2, a stream pointer, or -1.");
-      return;
-    case abi::kDLROCM:
-      if (s == 1 || s == 2)
-        refuse("1 and 2 are CUDA-only values.",
-               "Pass None or 0 for the default stream, a stream pointer, or -1.");
-      return;
-    default:
-      return;
-  }
+  (void)backend::resolve_stream(target, stream);
 }
+
+namespace detail {
+// device_unavailable with the backend's own reason (what it tried).
+[[noreturn]] inline void fail_unavailable(Device device) {
+  fail_unavailable_device(device, backend::availability(device).reason);
+}
+}  // namespace detail
 
 // Applies the producer rules of DLPack 1.3 to view and request:
 //  * max_version None or major < 1: legacy, refused for read-only data
@@ -102,10 +70,7 @@ inline ExportPlan plan_export(const TensorView& view, const ExportRequest& reque
       case DeviceSupport::unsupported:
         fail_unsupported_device(plan.target.type);
       case DeviceSupport::unavailable:
-        fail_unavailable_device(plan.target,
-                                plan.target.type == abi::kDLCPU
-                                    ? "the CPU is device 0."
-                                    : "no runtime for it was found.");
+        detail::fail_unavailable(plan.target);
       case DeviceSupport::served:
         break;
     }
@@ -121,6 +86,13 @@ inline ExportPlan plan_export(const TensorView& view, const ExportRequest& reque
                      to_string(plan.target) + " needs a copy, but copy=False.",
                  "Pass copy=None or copy=True, or leave dl_device=None.");
   plan.copy = must_copy || request.copy == true;
+  // Copying device memory needs its runtime, even to reach the host.
+  if (plan.copy && !is_host_accessible(view.device().type) &&
+      device_support(view.device()) != DeviceSupport::served) {
+    if (device_support(view.device()) == DeviceSupport::unsupported)
+      fail_unsupported_device(view.device().type);
+    detail::fail_unavailable(view.device());
+  }
   if (plan.format == ExportFormat::legacy && view.readonly() && !plan.copy)
     detail::refuse_read_only_legacy();
   return plan;
