@@ -121,3 +121,26 @@ def fresh_producer_class(*, style: str) -> type:
     name = "".join(part.title() for part in style.split("_")) + "Producer"
     return type(name, (), {"__init__": __init__, "__dlpack__": __dlpack__,
                            "__dlpack_device__": __dlpack_device__, "calls": calls})
+
+
+def numpy_layouts():
+    """(id, array) pairs covering the layouts DLPack must carry; float64 so
+    that every library can hold them. Each call makes fresh arrays."""
+    import numpy as np
+    from numpy.lib.stride_tricks import as_strided
+
+    base = np.arange(60.0)
+    odd_size1 = as_strided(base, shape=(3, 1, 2), strides=(16, 999 * 8, 8))
+    return [
+        ("c", base[:12].reshape(3, 4)),
+        ("f", np.asfortranarray(base[:12].reshape(3, 4))),
+        ("transposed", base[:24].reshape(2, 3, 4).transpose(2, 0, 1)),
+        ("stepped", base.reshape(6, 10)[::2, 1::3]),
+        ("negative", base[:10][::-1]),
+        ("negative-2d", base[:12].reshape(3, 4)[::-1, ::-2]),
+        ("size1-odd-stride", odd_size1),
+        ("zero-d", np.array(2.5)),
+        ("size-0", np.zeros((0, 3))),
+        ("size-0-strided", np.zeros((4, 6))[:, 2:2]),
+        ("offset", base[7:19].reshape(3, 4)),
+    ]
