@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "bindings.hpp"
+#include "devices.hpp"
 
 namespace dlbridge::python {
 
@@ -254,7 +255,8 @@ Tensor import_array_interface(nb::handle x, nb::handle interface) {
 }
 
 // Applies what the producer could not: a move to another device, or the
-// copy that copy=True promises.
+// copy that copy=True promises; copy_tensor moves data between devices
+// through the device backends.
 Tensor finish_import(Tensor t, const ExchangeRequest& request, bool copied_by_producer) {
   const Device source = t.view.device();
   const Device target = request.device.value_or(source);
@@ -288,10 +290,9 @@ Tensor import_object(nb::handle x, const ExchangeRequest& request) {
   nb::object interface = nb::getattr(x, "__array_interface__", nb::none());
   if (!interface.is_none())
     return finish_import(import_array_interface(x, interface), request, false);
-  if (nb::hasattr(x, "__cuda_array_interface__"))
-    fail_unavailable_device(Device{abi::kDLCUDA, 0},
-                            "reading __cuda_array_interface__ needs the CUDA runtime, "
-                            "which was not found.");
+  nb::object cuda_interface = nb::getattr(x, "__cuda_array_interface__", nb::none());
+  if (!cuda_interface.is_none())
+    return finish_import(import_cuda_array_interface(x, cuda_interface), request, false);
   throw nb::type_error((std::string("dlbridge.from_dlpack cannot read a ") +
                         nb::inst_name(x).c_str() +
                         ": it has no __dlpack__, buffer protocol or __array_interface__.")

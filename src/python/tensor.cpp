@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include <dlbridge/backend/transfer.hpp>
+
 #include "bindings.hpp"
 
 namespace dlbridge::python {
@@ -181,18 +183,28 @@ nb::object wrap_tensor(Tensor tensor) {
 }
 
 Tensor copy_tensor(const Tensor& source, Device target) {
+  // Availability is settled while the GIL is held: the first CUDA lookup
+  // asks Python where pip put libcudart.
   switch (device_support(target)) {
     case DeviceSupport::unsupported: fail_unsupported_device(target.type);
-    case DeviceSupport::unavailable:
-      fail_unavailable_device(target, "no runtime for it was found.");
+    case DeviceSupport::unavailable: detail::fail_unavailable(target);
     case DeviceSupport::served: break;
   }
-  if (!is_host_accessible(source.view.device().type))
-    fail_unavailable_device(source.view.device(), "no runtime for it was found.");
+  const Device from = source.view.device();
+  if (!is_host_accessible(from.type) && device_support(from) != DeviceSupport::served) {
+    if (device_support(from) == DeviceSupport::unsupported) fail_unsupported_device(from.type);
+    detail::fail_unavailable(from);
+  }
+  // The copy's flags describe the tensor, not the exchange (see
+  // tensor_from_managed). No consumer stream is known here, so a copy to a
+  // device is queued on its legacy default stream, which every blocking
+  // stream (PyTorch's and CuPy's defaults among them) is ordered after.
+  TransferOptions options;
+  options.flags = 0;
   Tensor out;
   {
     nb::gil_scoped_release unlocked;  // large copies run without the GIL
-    out = tensor_from_managed(copy_to_compact(source.view, 0));
+    out = tensor_from_managed(copy_to_device(source.view, target, options));
   }
   return out;
 }

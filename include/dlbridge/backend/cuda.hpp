@@ -207,14 +207,16 @@ class CudaBackend final : public DeviceBackend {
 
   // -1 with *why when there is no runtime or it cannot count devices.
   int count_devices(std::string* why) {
+    // The loader runs first and outside our lock: its hint provider may
+    // wait for an interpreter lock that a thread waiting on ours holds.
+    std::string reason;
+    const cuda::Runtime* rt = loader_.get(&reason);
+    if (rt == nullptr) {
+      if (why) *why = reason;
+      return -1;
+    }
     std::lock_guard<std::mutex> lock(mutex_);
     if (count_ < 0) {
-      std::string reason;
-      const cuda::Runtime* rt = loader_.get(&reason);
-      if (rt == nullptr) {
-        if (why) *why = reason;
-        return -1;
-      }
       int count = 0;
       const cuda::cuda_error status = rt->get_device_count(&count);
       // No driver or no device is a stable answer, so it is remembered.
