@@ -1,0 +1,131 @@
+"""The checked-in type stubs describe what dlbridge._core really exposes."""
+
+import ast
+import inspect
+import pathlib
+import re
+
+import pytest
+
+import dlbridge
+from dlbridge import _core
+
+PACKAGE = pathlib.Path(dlbridge.__file__).parent
+STUB = ast.parse((PACKAGE / "_core.pyi").read_text())
+
+
+def stub_names(tree=STUB):
+    names = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names[node.name] = node
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names[node.target.id] = node
+        elif isinstance(node, ast.Assign):
+            for target in node.targets:
+                names[target.id] = node
+    return names
+
+
+def stub_function(path):
+    node = stub_names()[path[0]]
+    for part in path[1:]:
+        node = stub_names(node)[part]
+    return node
+
+
+def stub_parameters(fn):
+    a = fn.args
+    positional = [p.arg for p in a.posonlyargs + a.args if p.arg != "self"]
+    return positional, [p.arg for p in a.kwonlyargs]
+
+
+def binding_parameters(obj):
+    # nanobind keeps the signature it shows in __nb_signature__ (and in the
+    # first line of __doc__): "def name(x: object, *, device: ... = \\0)".
+    signature = obj.__nb_signature__[0][0]
+    params = signature[signature.index("(") + 1: signature.rindex(") ->")]
+    positional, keyword, seen_star = [], [], False
+    for part in re.split(r",\s*(?![^\[]*\])", params):
+        name = part.split(":")[0].split("=")[0].strip()
+        if name == "*":
+            seen_star = True
+        elif name and name not in ("self", "/"):
+            (keyword if seen_star else positional).append(name)
+    return positional, keyword
+
+
+def test_py_typed_marker_is_shipped():
+    assert (PACKAGE / "py.typed").is_file()
+
+
+def test_every_public_name_is_typed():
+    stubbed = stub_names()
+    for name in dlbridge.__all__:
+        obj = getattr(dlbridge, name)
+        if getattr(_core, name, None) is obj:
+            assert name in stubbed, f"{name} is public but missing from _core.pyi"
+        else:
+            # Pure-Python names are typed by their own source in the package.
+            module = obj.__module__
+            assert module.startswith("dlbridge.") and module != "dlbridge._core", name
+            assert (PACKAGE / (module.split(".", 1)[1].replace(".", "/") + ".py")).is_file(), name
+
+
+def test_stubs_name_nothing_the_extension_lacks():
+    for name in stub_names():
+        if name in ("DeviceLike", "DTypeLike"):
+            continue  # aliases that exist for type checkers only
+        assert hasattr(_core, name), f"_core.pyi declares {name}, which _core does not have"
+
+
+def test_every_public_extension_name_is_stubbed():
+    stubbed = stub_names()
+    public = [n for n in dir(_core) if not n.startswith("_") or n == "__version__"]
+    for name in public:
+        assert name in stubbed, f"_core.{name} is missing from _core.pyi"
+
+
+@pytest.mark.parametrize("path", [
+    ("from_dlpack",), ("to_dlpack",), ("empty",), ("inspect_capsule",),
+    ("Tensor", "__dlpack__"), ("Tensor", "copy"), ("Device", "__init__"), ("DType", "__init__"),
+])
+def test_stub_parameter_names_match_the_binding(path):
+    obj = _core
+    for part in path:
+        obj = getattr(obj, part)
+    assert stub_parameters(stub_function(path)) == binding_parameters(obj)
+
+
+def test_dlpack_signatures_follow_the_array_api():
+    assert binding_parameters(_core.Tensor.__dlpack__) == ([], ["stream", "max_version", "dl_device", "copy"])
+    assert binding_parameters(_core.from_dlpack) == (["x"], ["device", "copy"])
+    assert binding_parameters(_core.to_dlpack) == (["x"], ["stream", "max_version", "dl_device", "copy"])
+
+
+def test_docstrings_carry_the_signature_and_a_description():
+    for fn in (_core.from_dlpack, _core.to_dlpack, _core.empty, _core.inspect_capsule, _core.Tensor.__dlpack__):
+        first, _, rest = fn.__doc__.partition("\n")
+        assert first.startswith(fn.__name__ + "(")
+        assert rest.strip(), f"{fn.__name__} has no description"
+
+
+def test_stub_docstrings_match_the_binding_docstrings():
+    for name in ("from_dlpack", "to_dlpack", "empty", "inspect_capsule"):
+        stub_doc = ast.get_docstring(stub_function((name,)))
+        binding_doc = getattr(_core, name).__doc__.partition("\n")[2].strip()
+        assert stub_doc == binding_doc
+
+
+def test_device_type_members_in_stub_match():
+    members = {n.targets[0].id: n.value.value for n in stub_function(("DeviceType",)).body
+               if isinstance(n, ast.Assign)}
+    assert members == {m.name: int(m) for m in dlbridge.DeviceType}
+
+
+def test_stub_is_valid_for_inspect_signature_of_python_callers():
+    # Parameters a user passes by keyword must be accepted by the binding.
+    t = dlbridge.empty(2)
+    params = stub_parameters(stub_function(("Tensor", "__dlpack__")))[1]
+    t.__dlpack__(**{name: None for name in params})
+    assert inspect.isclass(dlbridge.Tensor)
