@@ -18,6 +18,23 @@ namespace dlbridge {
 // than any element type needs.
 inline constexpr size_t host_alignment = 64;
 
+namespace detail {
+
+// Host memory of `bytes`, aligned, never NULL so that even an empty tensor
+// has a real, unique address; freed when the last owner goes.
+inline std::shared_ptr<void> allocate_host(int64_t bytes) {
+  // aligned_alloc wants a multiple of the alignment.
+  size_t size = (size_t(bytes) + host_alignment - 1) / host_alignment * host_alignment;
+  void* data = std::aligned_alloc(host_alignment, size == 0 ? host_alignment : size);
+  if (data == nullptr)
+    fail(ErrorCode::out_of_memory,
+         "Could not allocate " + std::to_string(bytes) + " bytes of host memory.",
+         "Free memory or work on a smaller tensor.");
+  return std::shared_ptr<void>(data, [](void* p) { std::free(p); });
+}
+
+}  // namespace detail
+
 // A new, writable, compact (row-major) host tensor with uninitialised
 // contents. Packed sub-byte dtypes stay packed. The CPU is the only device
 // this allocates on; device backends allocate their own memory.
@@ -39,17 +56,8 @@ inline ManagedTensor allocate_compact(DType dtype, const std::vector<int64_t>& s
   if (!bytes)
     detail::fail(ErrorCode::invalid_argument,
                  "The requested tensor is larger than the address space.");
-  // aligned_alloc wants a multiple of the alignment, and a nonzero size so
-  // that even an empty tensor has a real, unique address.
-  size_t rounded = size_t(*bytes);
-  rounded = rounded == 0 ? host_alignment
-                         : (rounded + host_alignment - 1) / host_alignment * host_alignment;
-  void* data = std::aligned_alloc(host_alignment, rounded);
-  if (data == nullptr)
-    detail::fail(ErrorCode::out_of_memory,
-                 "Allocating " + std::to_string(*bytes) + " bytes failed.");
-  std::shared_ptr<void> owner(data, [](void* p) { std::free(p); });
-  TensorView view = TensorView::from_data(data, dtype, shape, {}, Device{}, flags);
+  std::shared_ptr<void> owner = detail::allocate_host(*bytes);
+  TensorView view = TensorView::from_data(owner.get(), dtype, shape, {}, Device{}, flags);
   return ManagedTensor::adopt(make_versioned(view, std::move(owner), flags));
 }
 

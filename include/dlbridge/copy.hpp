@@ -14,6 +14,7 @@
 #include <new>
 #include <string>
 
+#include "allocate.hpp"
 #include "detail/copy_kernels.hpp"
 #include "detail/copy_plan.hpp"
 #include "detail/copy_subbyte.hpp"
@@ -105,19 +106,6 @@ inline bool same_elements(const TensorView& a, const TensorView& b) noexcept {
   return true;
 }
 
-// Host memory for a compact tensor of `bytes`: 64-byte aligned (a cache line
-// and an AVX-512 vector), never NULL so that even size 0 has an address.
-inline std::shared_ptr<void> allocate_host(int64_t bytes) {
-  constexpr size_t alignment = 64;
-  const size_t size = (size_t(bytes) + alignment - 1) / alignment * alignment;
-  void* p = std::aligned_alloc(alignment, size == 0 ? alignment : size);
-  if (p == nullptr)
-    fail(ErrorCode::out_of_memory,
-         "Could not allocate " + std::to_string(bytes) + " bytes of host memory.",
-         "Free memory or copy a smaller tensor.");
-  return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
-}
-
 // The copy itself, on checked arguments that do not overlap.
 inline void copy_checked(const TensorView& src, const TensorView& dst,
                          const CopyOptions& options) {
@@ -140,13 +128,6 @@ inline void copy_checked(const TensorView& src, const TensorView& dst,
   run_byte_plan(plan, threads_for(plan.bytes, options.max_threads, per_thread));
 }
 
-inline TensorView compact_host_view(void* data, const TensorView& like,
-                                    uint64_t flags) {
-  return TensorView::from_data(
-      data, like.dtype(), std::vector<int64_t>(like.shape(), like.shape() + like.ndim()),
-      {}, Device{}, flags);
-}
-
 }  // namespace detail
 
 // Writes every element of src to the same index of dst. Both must be in
@@ -164,11 +145,11 @@ inline void copy_into(const TensorView& src, const TensorView& dst,
     detail::copy_checked(src, dst, options);
     return;
   }
-  auto buffer = detail::allocate_host(src.nbytes());
-  const TensorView temp = detail::compact_host_view(
-      buffer.get(), src, src.flags() & DLBRIDGE_FLAG_IS_SUBBYTE_TYPE_PADDED);
-  detail::copy_checked(src, temp, options);
-  detail::copy_checked(temp, dst, options);
+  const ManagedTensor temp = allocate_compact(
+      src.dtype(), std::vector<int64_t>(src.shape(), src.shape() + src.ndim()),
+      src.flags() & DLBRIDGE_FLAG_IS_SUBBYTE_TYPE_PADDED);
+  detail::copy_checked(src, temp.view(), options);
+  detail::copy_checked(temp.view(), dst, options);
 }
 
 // A new, writable, compact row-major copy of src in 64-byte-aligned host
@@ -180,10 +161,10 @@ inline ManagedTensor copy_to_compact(const TensorView& src,
                                      const CopyOptions& options = {}) {
   const uint64_t flags =
       extra_flags | (src.flags() & DLBRIDGE_FLAG_IS_SUBBYTE_TYPE_PADDED);
-  auto buffer = detail::allocate_host(src.nbytes());
-  const TensorView out = detail::compact_host_view(buffer.get(), src, flags);
-  copy_into(src, out.with_flags(flags & ~uint64_t(DLBRIDGE_FLAG_READ_ONLY)), options);
-  return ManagedTensor::adopt(make_versioned(out, std::move(buffer), flags));
+  ManagedTensor out = allocate_compact(
+      src.dtype(), std::vector<int64_t>(src.shape(), src.shape() + src.ndim()), flags);
+  copy_into(src, out.view().with_flags(flags & ~uint64_t(DLBRIDGE_FLAG_READ_ONLY)), options);
+  return out;
 }
 
 }  // namespace dlbridge

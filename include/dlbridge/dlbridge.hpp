@@ -14,3 +14,4 @@
 #include "producer.hpp"
 #include "allocate.hpp"
 #include "exchange_api.hpp"
+#include "copy.hpp"
