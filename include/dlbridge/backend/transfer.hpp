@@ -11,6 +11,7 @@
 #include <optional>
 #include <vector>
 
+#include "../allocate.hpp"
 #include "../copy.hpp"
 #include "../device_request.hpp"
 #include "../export.hpp"
