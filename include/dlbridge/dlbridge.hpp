@@ -15,3 +15,4 @@
 #include "allocate.hpp"
 #include "exchange_api.hpp"
 #include "copy.hpp"
+#include "backend/transfer.hpp"

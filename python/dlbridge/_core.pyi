@@ -124,11 +124,12 @@ class Tensor:
     def copy(self, device: DeviceLike | None = None) -> Tensor:
         """A new, writable, compact (C-order) copy."""
 
-def from_dlpack(x: object, *, device: DeviceLike | None = None, copy: bool | None = None) -> Tensor:
+def from_dlpack(x: object, /, *, device: DeviceLike | None = None, copy: bool | None = None) -> Tensor:
     """Import x (a DLPack producer, a DLPack capsule, or any object with the buffer protocol or __array_interface__) as a dlbridge.Tensor, zero-copy whenever the request allows. copy=True never aliases; copy=False never copies."""
 
 def to_dlpack(
     x: object,
+    /,
     *,
     stream: int | None = None,
     max_version: tuple[int, int] | None = None,

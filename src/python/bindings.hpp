@@ -61,7 +61,9 @@ PyTypeObject* tensor_type() noexcept;
 // The Tensor inside a dlbridge.Tensor object (or a subclass), else NULL.
 const Tensor* as_tensor(nb::handle object) noexcept;
 Tensor tensor_from_managed(ManagedTensor managed);
-Tensor copy_tensor(const Tensor& source, Device target);
+// A compact copy on target; a copy to a device is queued on consumer_stream
+// (a DLPack stream value; absent: the device's default stream).
+Tensor copy_tensor(const Tensor& source, Device target, StreamArg consumer_stream = {});
 nb::object export_capsule(const Tensor& tensor, const ExchangeRequest& request);
 
 // --- import.cpp

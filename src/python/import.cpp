@@ -41,7 +41,27 @@ struct ProducerType {
   nb::object type;  // a strong reference keeps the address from being reused
   const abi::DLPackExchangeAPI* api = nullptr;  // its C exchange API, if any
   ProtocolLevel level = ProtocolLevel::unknown;
+  // Has delivered device memory: from then on __dlpack_device__ is asked
+  // first so that a stream can be passed. CPU-only types never pay for it.
+  bool serves_devices = false;
 };
+
+// The stream dlbridge asks a producer to make data ready on: the family's
+// default, which every blocking stream is ordered after. None for host
+// memory, where the spec gives streams no meaning.
+nb::object default_stream_for(DeviceType type) {
+  switch (type) {
+    case abi::kDLCUDA:
+    case abi::kDLCUDAManaged: return nb::int_(1);  // legacy default stream
+    case abi::kDLROCM: return nb::int_(0);         // ROCm's default stream
+    default: return nb::none();
+  }
+}
+
+nb::object stream_for_producer(nb::handle x) {
+  nb::tuple device = nb::borrow<nb::tuple>(x.attr("__dlpack_device__")());
+  return default_stream_for(DeviceType(nb::cast<int32_t>(device[0])));
+}
 
 // Only types with __dlpack__ are entered, so a hit also answers "is this a
 // DLPack producer" without an attribute lookup.
@@ -95,9 +115,12 @@ nb::object call_dlpack_probing(nb::handle x, ProducerType& known, const Exchange
     try {
       return x.attr("__dlpack__")(**kwargs);
     } catch (nb::python_error& e) {
-      // A TypeError here may be about the device, not the keyword, so it
-      // teaches nothing to remember; fall back to the plain call.
-      if (!e.matches(PyExc_TypeError)) throw;
+      // A TypeError may be about the device rather than the keyword, so it
+      // teaches nothing to remember. A BufferError is the producer saying
+      // it cannot serve dl_device or copy=False itself: dlbridge then takes
+      // the data as it is and moves it, or refuses with its own coded error
+      // (finish_import), instead of passing on an uncoded one.
+      if (!e.matches(PyExc_TypeError) && !e.matches(PyExc_BufferError)) throw;
     }
   }
   if (known.level != ProtocolLevel::no_keywords) {
@@ -133,12 +156,28 @@ std::optional<ManagedTensor> import_exchange_api(nb::handle x, const ProducerTyp
   return managed;
 }
 
-ManagedTensor import_dlpack(nb::handle x, ProducerType& known, const ExchangeRequest& request) {
+ManagedTensor import_dlpack_once(nb::handle x, ProducerType& known,
+                                const ExchangeRequest& request) {
   if (auto managed = import_exchange_api(x, known, request)) return std::move(*managed);
   if (known.level == ProtocolLevel::max_version_only && !request.device && request.copy != false)
     return consume_capsule(call_dlpack_max_version(x, request.stream));
   if (known.level == ProtocolLevel::no_keywords) return consume_capsule(x.attr("__dlpack__")());
   return consume_capsule(call_dlpack_probing(x, known, request));
+}
+
+// A producer asked without a stream may hand over device memory whose
+// writes are still queued; such a tensor is dropped and asked for again
+// with the device's default stream (once per type: the type is marked).
+ManagedTensor import_dlpack(nb::handle x, ProducerType& known, ExchangeRequest request) {
+  if (known.serves_devices && request.stream.is_none()) request.stream = stream_for_producer(x);
+  ManagedTensor managed = import_dlpack_once(x, known, request);
+  if (!request.stream.is_none()) return managed;
+  nb::object stream = default_stream_for(managed.view().device().type);
+  if (stream.is_none()) return managed;
+  known.serves_devices = true;
+  managed.reset();
+  request.stream = stream;
+  return import_dlpack_once(x, known, request);
 }
 
 [[noreturn]] void unsupported_format(const std::string& what) {
@@ -267,6 +306,11 @@ Tensor finish_import(Tensor t, const ExchangeRequest& request, bool copied_by_pr
                  "The tensor is on " + to_string(source) + " but device=" + to_string(target) +
                      " was requested with copy=False.",
                  "Pass copy=None to allow the transfer.");
+  if (copied_by_producer && request.copy == false)
+    detail::fail(ErrorCode::copy_required,
+                 "copy=False was requested, but the producer could only deliver a copy "
+                 "(it set IS_COPIED).",
+                 "Pass copy=None to accept the copy.");
   if (moved || (request.copy == true && !copied_by_producer)) return copy_tensor(t, target);
   if (target != source) t.view = t.view.with_device(target);
   return t;
@@ -306,7 +350,12 @@ void bind_import(nb::module_& m) {
                                   copy_from_python(copy), nb::none()};
           return wrap_tensor(import_object(x, request));
         },
-        nb::arg("x"), nb::kw_only(), nb::arg("device") = nb::none(), nb::arg("copy") = nb::none(),
+        nb::arg(), nb::kw_only(), nb::arg("device") = nb::none(),
+        nb::arg("copy") = nb::none(),
+        // Positional-only arguments are unnamed in nanobind; the signature
+        // users see names it as the array API standard does.
+        nb::sig("def from_dlpack(x: object, /, *, device: object | None = None, "
+                "copy: bool | None = None) -> Tensor"),
         "Import x (a DLPack producer, a DLPack capsule, or any object with the buffer "
         "protocol or __array_interface__) as a dlbridge.Tensor, zero-copy whenever the "
         "request allows. copy=True never aliases; copy=False never copies.");
@@ -319,7 +368,10 @@ void bind_import(nb::module_& m) {
                                   nb::borrow(stream)};
           return export_capsule(t, request);
         },
-        nb::arg("x"), nb::kw_only(), nb::arg("stream") = nb::none(),
+        nb::sig("def to_dlpack(x: object, /, *, stream: int | None = None, "
+                "max_version: tuple[int, int] | None = None, dl_device: object | None = None, "
+                "copy: bool | None = None) -> types.CapsuleType"),
+        nb::arg(), nb::kw_only(), nb::arg("stream") = nb::none(),
         nb::arg("max_version") = nb::none(), nb::arg("dl_device") = nb::none(),
         nb::arg("copy") = nb::none(),
         "Export any array-like object as a DLPack capsule with the DLPack producer rules.");

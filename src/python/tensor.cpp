@@ -182,7 +182,7 @@ nb::object wrap_tensor(Tensor tensor) {
   return out;
 }
 
-Tensor copy_tensor(const Tensor& source, Device target) {
+Tensor copy_tensor(const Tensor& source, Device target, StreamArg consumer_stream) {
   // Availability is settled while the GIL is held: the first CUDA lookup
   // asks Python where pip put libcudart.
   switch (device_support(target)) {
@@ -201,6 +201,7 @@ Tensor copy_tensor(const Tensor& source, Device target) {
   // stream (PyTorch's and CuPy's defaults among them) is ordered after.
   TransferOptions options;
   options.flags = 0;
+  options.stream = consumer_stream;
   Tensor out;
   {
     nb::gil_scoped_release unlocked;  // large copies run without the GIL
@@ -217,8 +218,9 @@ nb::object export_capsule(const Tensor& tensor, const ExchangeRequest& request) 
   core.stream = stream_from_python(request.stream);
   const ExportPlan plan = plan_export(tensor.view, core);
   if (plan.copy)
-    return make_capsule(copy_tensor(tensor, plan.target), plan.format,
+    return make_capsule(copy_tensor(tensor, plan.target, core.stream), plan.format,
                         DLBRIDGE_FLAG_IS_COPIED);
+  make_ready_on(tensor.view, core.stream);
   if (plan.target != tensor.view.device())
     return make_capsule(Tensor{tensor.storage, tensor.view.with_device(plan.target)},
                         plan.format, 0);

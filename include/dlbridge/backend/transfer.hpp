@@ -203,4 +203,22 @@ inline ManagedTensor copy_to_device(const TensorView& src, Device target,
   return finish();
 }
 
+// Zero-copy export of device memory: dlbridge's own device data is ready on
+// its family's default stream (imports ask producers for it, copies are
+// queued on it), so a consumer that names another stream is made to wait
+// for that one without blocking the host. Host memory and stream -1 ("do
+// not synchronise") need nothing; neither does a family without a usable
+// backend here, since then no runtime in this process can have queued work.
+inline void make_ready_on(const TensorView& view, StreamArg consumer_stream,
+                          backend::Registry* registry = nullptr) {
+  const Device device = view.device();
+  if (is_host_accessible(device.type) || !consumer_stream.given || consumer_stream.value == -1)
+    return;
+  backend::Registry& r = registry ? *registry : backend::default_registry();
+  auto b = r.find(device.type);
+  if (!b || !b->availability(device).available) return;
+  b->wait_for(device, backend::resolve_stream(device, StreamArg{}),
+              backend::resolve_stream(device, consumer_stream));
+}
+
 }  // namespace dlbridge

@@ -1,0 +1,83 @@
+"""How from_dlpack talks to producers: streams for device memory, coded
+errors where a producer refuses a request, copy=False kept honest."""
+
+import numpy as np
+import pytest
+
+import dlbridge
+from dlbridge._core import _testing
+
+
+def make_device_producer(device_type, flags=0):
+    """A producer type that records every __dlpack__ / __dlpack_device__ call."""
+
+    class Producer:
+        calls = []
+
+        def __dlpack_device__(self):
+            Producer.calls.append("device")
+            return (device_type, 0)
+
+        def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+            Producer.calls.append(("dlpack", stream))
+            return _testing.make_capsule(device=(device_type, 0), flags=flags)
+
+    return Producer
+
+
+def test_cuda_producer_is_asked_again_with_the_legacy_default_stream():
+    producer = make_device_producer(2)
+    t = dlbridge.from_dlpack(producer())
+    assert t.device == (2, 0)
+    # The first tensor came without a stream, so it was dropped and asked for again.
+    assert producer.calls == [("dlpack", None), ("dlpack", 1)]
+    producer.calls.clear()
+    dlbridge.from_dlpack(producer())
+    # From then on the type is known to serve devices: device first, stream given once.
+    assert producer.calls == ["device", ("dlpack", 1)]
+
+
+def test_rocm_producer_gets_the_rocm_default_stream():
+    producer = make_device_producer(10)
+    dlbridge.from_dlpack(producer())
+    assert producer.calls[-1] == ("dlpack", 0)
+
+
+def test_cpu_producer_never_pays_for_device_queries():
+    producer = make_device_producer(1)
+    for _ in range(3):
+        dlbridge.from_dlpack(producer())
+    assert producer.calls == [("dlpack", None)] * 3
+
+
+def test_dropped_device_tensor_is_released_exactly_once():
+    producer = make_device_producer(2)
+    before = _testing.deleter_calls()
+    t = dlbridge.from_dlpack(producer())
+    assert _testing.deleter_calls() == before + 1  # the tensor asked without a stream
+    del t
+    assert _testing.deleter_calls() == before + 2
+
+
+def test_producer_refusing_a_device_gives_dlbridges_coded_error():
+    # NumPy answers dl_device=cuda with an uncoded BufferError; dlbridge takes
+    # the data as it is and reports why it cannot move it.
+    with pytest.raises(dlbridge.DeviceUnavailableError) as info:
+        dlbridge.from_dlpack(np.ones(3), device="cuda:0")
+    assert info.value.code == "device_unavailable"
+    assert "cuda:0" in str(info.value)
+
+
+def test_copy_false_refuses_a_copy_the_producer_made_anyway():
+    producer = make_device_producer(1, flags=dlbridge._core.FLAG_IS_COPIED)
+    with pytest.raises(dlbridge.CopyRequiredError) as info:
+        dlbridge.from_dlpack(producer(), copy=False)
+    assert "copy=None" in info.value.hint
+    assert dlbridge.from_dlpack(producer()).device == (1, 0)
+
+
+@pytest.mark.parametrize("fn", [dlbridge.from_dlpack, dlbridge.to_dlpack])
+def test_the_array_is_positional_only(fn):
+    with pytest.raises(TypeError):
+        fn(x=np.ones(3))
+    assert "x: object, /" in fn.__doc__.partition("\n")[0]
