@@ -1,0 +1,120 @@
+"""Shared by the Python benchmarks: side-by-side timing and the machine record.
+
+Every figure in bench/results is a ratio of two things measured in the same
+process, in alternating batches, so that a load spike or a clock change on a
+shared machine lands on both sides instead of on one.
+"""
+from __future__ import annotations
+
+import datetime
+import gc
+import importlib
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+import timeit
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _version(module: str) -> str | None:
+    try:
+        return importlib.import_module(module).__version__
+    except Exception:  # an absent or broken library is a fact to record, not a failure
+        return None
+
+
+def _git(*args: str) -> str | None:
+    try:
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def machine_info() -> dict:
+    """What a reader needs to judge a number: where, when, with which versions."""
+    commit = _git("rev-parse", "--short", "HEAD")
+    # Only dlbridge's own sources decide whether the measured build is the commit.
+    dirty = _git("status", "--porcelain", "--", "include", "src", "python")
+    return {
+        "cpu": cpu_model(),
+        "logical_cpus": os.cpu_count(),
+        "usable_cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+        "memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "versions": {name: _version(name) for name in ("dlbridge", "numpy", "torch", "jax", "jaxlib")},
+        "git_commit": commit,
+        "git_dirty": bool(dirty) if dirty is not None else None,
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def _calibrate(timer: timeit.Timer, batch_s: float) -> int:
+    """Calls per batch so that one batch lasts about batch_s."""
+    number = 1
+    while True:
+        elapsed = timer.timeit(number)
+        if elapsed >= batch_s / 4 or number >= 1 << 24:
+            return max(1, int(number * batch_s / max(elapsed, 1e-9)))
+        number *= 4
+
+
+def compare(candidates: dict[str, tuple], *, batch_s: float, reps: int,
+            budget_s: float | None = None) -> dict[str, dict]:
+    """Median ns per call of fn(arg) for each name -> (fn, arg).
+
+    Candidates take turns batch by batch, and the order rotates each round so
+    that none always runs first after the others warmed or cooled the caches.
+    budget_s stops early (after at least 3 rounds) when a round is slow.
+    """
+    timers = {name: timeit.Timer("fn(arg)", globals={"fn": fn, "arg": arg})
+              for name, (fn, arg) in candidates.items()}
+    numbers = {name: _calibrate(t, batch_s) for name, t in timers.items()}
+    samples: dict[str, list[float]] = {name: [] for name in timers}
+    names = list(timers)
+    start = time.perf_counter()
+    for r in range(reps):
+        for k in range(len(names)):
+            name = names[(r + k) % len(names)]
+            samples[name].append(timers[name].timeit(numbers[name]) / numbers[name] * 1e9)
+        if budget_s is not None and r >= 2 and time.perf_counter() - start > budget_s:
+            break
+    gc.collect()
+    return {name: {"ns": statistics.median(s), "ns_min": min(s), "batches": len(s),
+                   "calls_per_batch": numbers[name]} for name, s in samples.items()}
+
+
+def write_json(path: Path, payload: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # Written next to the target and renamed, so an interrupted run never
+    # leaves a truncated result where report.py will read it.
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(payload, indent=2) + "\n")
+    tmp.replace(path)
+
+
+def main_args(argv: list[str] | None, default_name: str):
+    import argparse
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true",
+                        help="a few repetitions of small cases: checks that the script works, times nothing")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / default_name)
+    return parser.parse_args(argv if argv is not None else sys.argv[1:])

@@ -1,0 +1,168 @@
+"""Instructions per call of the import and export paths, under callgrind.
+
+    python bench/callgrind.py [--quick] [--out bench/results/callgrind.json]
+
+Instruction counts do not depend on load or clock speed, so a regression of
+a few percent shows here when wall-clock medians on a shared machine cannot.
+
+One process runs every case as a loop of N calls, and os.getppid() between
+the loops; callgrind dumps its counters each time getppid is entered
+(--dump-before), so dump k holds exactly loop k plus a marker call. Each
+case is warmed first, so one-time work (type caches, first lookups) is not
+in the count. The "loop" case (id(x)) measures the Python loop itself; net
+figures subtract it.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import benchlib  # noqa: E402
+
+# name -> statement; a and t are set up in CHILD.
+CASES = {
+    "loop": "id(a)",
+    "dlbridge.from_dlpack(numpy)": "dlbridge.from_dlpack(a)",
+    "numpy.from_dlpack(numpy)": "numpy.from_dlpack(a)",
+    "numpy.from_dlpack(dlbridge)": "numpy.from_dlpack(t)",
+    "dlbridge.from_dlpack(dlbridge)": "dlbridge.from_dlpack(t)",
+    "dlbridge.Tensor.copy() 8x8": "t.copy()",
+}
+
+CHILD = """
+import os, sys
+import numpy, dlbridge
+a = numpy.arange(64, dtype=numpy.float32).reshape(8, 8)
+t = dlbridge.from_dlpack(a)
+n = int(sys.argv[1])
+statements = sys.argv[2:]
+loops = []
+for s in statements:
+    scope = {}
+    # A plain for loop: each result is freed before the next call, as in use.
+    exec("def loop():\\n    for _ in range(n):\\n        " + s, globals(), scope)
+    loops.append(scope["loop"])
+for loop in loops:
+    loop()
+os.getppid()
+for loop in loops:
+    loop()
+    os.getppid()
+"""
+
+
+def callgrind_totals(path: Path) -> int:
+    for line in path.read_text(errors="replace").splitlines():
+        if line.startswith(("totals:", "summary:")):
+            return int(line.split()[1])
+    raise ValueError(f"no totals in {path}")
+
+
+def self_costs(path: Path, calls: int, limit: int = 12) -> tuple[list[dict], dict[str, float]]:
+    """The functions with the most self instructions in one dump, and the
+    instructions spent in each shared object, both per call.
+
+    Parsed here rather than by callgrind_annotate, which (3.19) charges a
+    --dump-before part wholly to __libc_start_main.
+    """
+    self_cost: dict[str, int] = {}
+    obj = fn = ""
+    call_follows = False
+    for line in path.read_text(errors="replace").splitlines():
+        if not line:
+            continue
+        head = line[0]
+        if head.isdigit() or head in "+-*":
+            if call_follows:  # the inclusive cost of a call, not the caller's own
+                call_follows = False
+                continue
+            parts = line.split()
+            if len(parts) > 1:
+                self_cost[fn] = self_cost.get(fn, 0) + int(parts[1])
+        elif line.startswith("calls="):
+            call_follows = True
+        elif line.startswith("ob="):
+            obj = Path(line[3:].strip()).name
+        elif line.startswith("fn="):
+            fn = f"{line[3:].strip()} [{obj}]"
+    top = sorted(self_cost.items(), key=lambda kv: -kv[1])[:limit]
+    by_object: dict[str, float] = {}
+    for name, cost in self_cost.items():
+        obj_name = name.rsplit(" [", 1)[-1].rstrip("]")
+        by_object[obj_name] = by_object.get(obj_name, 0) + cost / calls
+    by_object = dict(sorted(((k, round(v, 1)) for k, v in by_object.items() if v >= 1), key=lambda kv: -kv[1]))
+    return [{"function": name[-160:], "ir_per_call": cost / calls} for name, cost in top], by_object
+
+
+def run(quick: bool) -> dict:
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        raise SystemExit("callgrind.py needs valgrind (apt-get install valgrind)")
+    n = 50 if quick else 2000
+    names = list(CASES)
+    with tempfile.TemporaryDirectory(prefix="dlbridge-callgrind-") as tmp:
+        out = Path(tmp) / "callgrind.out"
+        cmd = [valgrind, "--tool=callgrind", "--compress-strings=no", "--compress-pos=no",
+               f"--callgrind-out-file={out}.%p",
+               "--dump-before=getppid", sys.executable, "-c", CHILD, str(n),
+               *CASES.values()]
+        # PYTHONMALLOC=malloc would change what is counted; the default
+        # allocator is what users run, and callgrind handles it fine.
+        env = dict(os.environ, PYTHONHASHSEED="0")
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        if proc.returncode != 0:
+            raise SystemExit(f"valgrind failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+        # Part files are <out>.<pid>.<k>, k = 1 for the first dump; the
+        # first getppid dump holds start-up and warm-up, then one per case.
+        parts = sorted(Path(tmp).glob("callgrind.out.*.*"), key=lambda p: int(p.name.rsplit(".", 1)[1]))
+        if len(parts) < len(names) + 1:
+            raise SystemExit(f"expected {len(names) + 1} dumps, got {len(parts)}: is getppid called elsewhere?")
+        case_parts = parts[1:len(names) + 1]
+        per_call = {name: callgrind_totals(p) / n for name, p in zip(names, case_parts)}
+        loop = per_call["loop"]
+        rows = []
+        for name, p in zip(names, case_parts):
+            top, by_object = self_costs(p, n)
+            rows.append({"case": name, "statement": CASES[name], "ir_per_call": per_call[name],
+                         "ir_per_call_net": per_call[name] - loop,
+                         "by_object": by_object, "top_self": top})
+            print(f"{name:<34} {per_call[name]:10.0f} Ir/call   net {per_call[name] - loop:10.0f}", flush=True)
+
+    def ratio(a: str, b: str) -> float:
+        return (per_call[a] - loop) / (per_call[b] - loop)
+
+    return {
+        "benchmark": "callgrind",
+        "machine": benchlib.machine_info(),
+        "settings": {"calls_per_case": n, "quick": quick,
+                     "valgrind": subprocess.run([valgrind, "--version"], capture_output=True,
+                                                text=True).stdout.strip()},
+        "note": "instructions (Ir) per call from callgrind; net subtracts the loop case id(a); "
+                "a = float32 8x8 numpy array, t = dlbridge.from_dlpack(a)",
+        "results": rows,
+        "ratios_net": {
+            "import: dlbridge.from_dlpack(numpy) / numpy.from_dlpack(numpy)":
+                ratio("dlbridge.from_dlpack(numpy)", "numpy.from_dlpack(numpy)"),
+            "export: numpy.from_dlpack(dlbridge) / numpy.from_dlpack(numpy)":
+                ratio("numpy.from_dlpack(dlbridge)", "numpy.from_dlpack(numpy)"),
+        },
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = benchlib.main_args(argv, "callgrind.json")
+    result = run(args.quick)
+    benchlib.write_json(args.out, result)
+    print(json.dumps(result["ratios_net"], indent=2))
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

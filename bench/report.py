@@ -1,0 +1,297 @@
+"""bench/results/*.json -> docs/benchmarks.md (tables) and docs/benchmarks.png (plot).
+
+    python bench/report.py [--results DIR] [--md FILE] [--png FILE]
+
+Every number in the Markdown comes from the JSON, so the page can be
+regenerated at any time without rerunning anything. A missing result file
+leaves its section marked "not run" instead of failing.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MiB = 1 << 20
+
+
+def load(results: Path, name: str) -> dict | None:
+    path = results / name
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def size_label(nbytes: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", MiB), ("KiB", 1024)):
+        if nbytes >= scale:
+            value = nbytes / scale
+            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.1f} {unit}"
+    return f"{nbytes} B"
+
+
+def table(header: list[str], rows: list[list]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return out + [""]
+
+
+def verdict(ok: bool | None) -> str:
+    return "not measured" if ok is None else ("**met**" if ok else "**missed**")
+
+
+# ---------------------------------------------------------------- targets
+
+def targets(ex, api, cpp, py) -> list[dict]:
+    """Issue 5's targets, each with the measured figure and a verdict."""
+    out = []
+
+    def add(name, goal, value, ok, detail=""):
+        out.append({"target": name, "goal": goal, "measured": value, "ok": ok, "detail": detail})
+
+    if ex:
+        for row in ex["import"]:
+            if row.get("target") is not None:
+                ratio = row.get("ratio")
+                add(f"import numpy array: dlbridge vs {row['competitor']}", f"≤ {row['target']:.2f}×",
+                    f"{ratio:.2f}× (net {row['ratio_net']:.2f}×)" if ratio else row.get("error", "failed"),
+                    ratio is not None and ratio <= row["target"],
+                    f"{row['dlbridge_ns']:.0f} vs {row['competitor_ns']:.0f} ns" if ratio else "")
+        for row in ex["export"]:
+            ratio = row.get("ratio")
+            add(f"export: {row['call']}(dlbridge) vs {row['call']}(own)", f"≤ {row['target']:.2f}×",
+                f"{ratio:.2f}× (net {row['ratio_net']:.2f}×)" if ratio else row.get("error", "failed"),
+                ratio is not None and ratio <= row["target"],
+                f"{row['dlbridge_ns']:.0f} vs {row['own_ns']:.0f} ns" if ratio else "")
+    if api:
+        for row in api["results"]:
+            if row.get("target_ns"):
+                what = {"managed_import_delete": "C API managed import + delete",
+                        "borrowed_dltensor": "C API borrowed DLTensor"}[row["op"]]
+                add(what, f"≤ {row['target_ns']:.0f} ns", f"{row['ns']:.1f} ns", row["ns"] <= row["target_ns"],
+                    f"min batch {row['ns_min']:.1f} ns")
+    if cpp:
+        contiguous = [r for r in cpp["results"] if r["kind"] == "contiguous" and r["bytes"] >= MiB]
+        if contiguous:
+            worst = min(contiguous, key=lambda r: r["ratio"])
+            add("contiguous copy ≥ 1 MiB vs memcpy (C++)", "≥ 0.90×",
+                f"worst {worst['ratio']:.2f}× ({size_label(worst['bytes'])}, {worst['threads']} thr)",
+                worst["ratio"] >= 0.9,
+                f"median over sizes {sorted(r['ratio'] for r in contiguous)[len(contiguous) // 2]:.2f}×")
+        for r in cpp["results"]:
+            if r["kind"] == "transpose" and r["name"] == "4096x4096 32-bit":
+                add(f"4096² float32 transpose vs memcpy (C++, {r['threads']} thr)", "≥ 0.50×",
+                    f"{r['ratio']:.2f}× ({r['dlbridge_gbps']:.1f} vs {r['baseline_gbps']:.1f} GB/s)",
+                    r["ratio"] >= 0.5)
+    if py:
+        for r in py["results"]:
+            if r["kind"] == "transpose" and r["n"] == 4096:
+                add("4096² float32 transpose vs numpy.ascontiguousarray(a.T)", "> 1.00× (faster)",
+                    f"{r['ratio_vs_numpy']:.2f}× ({r['dlbridge_gbps']:.2f} vs {r['numpy_gbps']:.2f} GB/s)",
+                    r["ratio_vs_numpy"] > 1.0)
+    return out
+
+
+# ---------------------------------------------------------------- markdown
+
+def machine_lines(info: dict) -> list[str]:
+    v = info["versions"]
+    versions = ", ".join(f"{k} {v[k]}" for k in v if v[k])
+    return [f"- Machine: {info['cpu']}, {info['usable_cpus']} usable of {info['logical_cpus']} logical CPUs, "
+            f"{info['memory_gib']} GiB; {info['platform']}; load average at the start "
+            f"{' / '.join(str(x) for x in info['load_average'])} (shared machine: medians of interleaved batches)",
+            f"- Python {info['python']}; {versions}",
+            f"- dlbridge commit {info['git_commit']}{' (with uncommitted changes)' if info['git_dirty'] else ''}, "
+            f"run {info['date']}"]
+
+
+def markdown(results: Path) -> str:
+    ex, api = load(results, "exchange.json"), load(results, "exchange_api.json")
+    cpp, py = load(results, "copy.json"), load(results, "copy_numpy.json")
+    cg = load(results, "callgrind.json")
+    lines = ["# Benchmarks", "",
+             "Generated by `bench/report.py` from `bench/results/*.json` (run everything with `bench/run`). "
+             "Every figure is a ratio against a competitor measured side by side in the same run: "
+             "candidates take turns batch by batch (rotating order), and each figure is the median of the batches.",
+             ""]
+    first = next((d for d in (ex, api, py, cg) if d), None)
+    if first:
+        lines += machine_lines(first["machine"]) + [""]
+    if cpp:
+        lines += [f"- C++ benchmarks: {cpp['compiler']}, dlbridge {cpp['dlbridge']}, "
+                  f"{cpp['machine']['threads']} threads for 'all'", ""]
+
+    lines += ["## Targets (issue 5)", ""]
+    rows = [[t["target"], t["goal"], t["measured"], verdict(t["ok"]), t["detail"]] for t in targets(ex, api, cpp, py)]
+    lines += table(["target", "goal", "measured", "verdict", "detail"], rows) if rows else ["not run", ""]
+
+    lines += ["## 1. Import: `dlbridge.from_dlpack(x)` vs each library's `from_dlpack(x)`", ""]
+    if ex:
+        s = ex["settings"]
+        lines += [f"x: a {'x'.join(map(str, s['shape']))} {s['dtype']} array made by the producer. Time per call "
+                  f"as a user sees it, result freed. Ratio = dlbridge / competitor (below 1: dlbridge faster); "
+                  f"net subtracts the timing loop ({s['loop_overhead_ns']:.0f} ns per call).", ""]
+        rows = []
+        for r in ex["import"]:
+            if "ratio" in r:
+                rows.append([r["producer"], r["competitor"], f"{r['dlbridge_ns']:.0f}", f"{r['competitor_ns']:.0f}",
+                             f"{r['ratio']:.2f}", f"{r['ratio_net']:.2f}",
+                             f"≤ {r['target']:.2f}" if r.get("target") is not None else ""])
+            else:
+                rows.append([r["producer"], r["competitor"], f"{r['dlbridge_ns']:.0f}", "fails", "", "",
+                             r["error"]])
+        lines += table(["producer", "competitor", "dlbridge ns", "competitor ns", "ratio", "net ratio", "target"], rows)
+    else:
+        lines += ["not run", ""]
+
+    lines += ["## 2. Export: `lib.from_dlpack(t)` of a dlbridge tensor vs of the library's own array", ""]
+    if ex:
+        rows = [[r["call"], f"{r['dlbridge_ns']:.0f}", f"{r['own_ns']:.0f}", f"{r['ratio']:.2f}",
+                 f"{r['ratio_net']:.2f}", f"≤ {r['target']:.2f}"] if "ratio" in r
+                else [r["call"], "fails", "", "", "", r["error"]] for r in ex["export"]]
+        lines += table(["consumer", "of dlbridge.Tensor ns", "of own array ns", "ratio", "net ratio", "target"], rows)
+    else:
+        lines += ["not run", ""]
+
+    lines += ["## 3. C exchange API from a C++ loop (`bench/exchange_api_bench.cpp`)", ""]
+    if api:
+        lines += [f"Tables: {', '.join(f'{k} {v}' for k, v in api['tables'].items())}. {api['note']}.", ""]
+        rows = [[r["object"], r["table"], f"`{r['op']}`", f"{r['ns']:.1f}", f"{r['ns_min']:.1f}",
+                 f"≤ {r['target_ns']:.0f}" if r.get("target_ns") else ""] for r in api["results"]]
+        lines += table(["object", "table", "operation", "ns (median)", "ns (best batch)", "target"], rows)
+    else:
+        lines += ["not run", ""]
+
+    lines += ["## 4. Copies", "", "### C++: `dlbridge::copy_into` vs `memcpy` of the same bytes (`bench/copy_bench.cpp`)", ""]
+    if cpp:
+        lines += [cpp["note"] + ". 'loop' is the plain nested loop a user would write.", ""]
+        rows = [[r["kind"], r["name"], size_label(r["bytes"]), r["threads"], f"{r['dlbridge_gbps']:.2f}",
+                 f"{r['baseline_gbps']:.2f}", f"{r['ratio']:.2f}", f"{r['loop_gbps']:.2f}" if r["loop_gbps"] else ""]
+                for r in cpp["results"]]
+        lines += table(["kind", "case", "bytes", "threads", "dlbridge GB/s", "baseline GB/s", "ratio", "loop GB/s"], rows)
+    else:
+        lines += ["not run", ""]
+    lines += ["### Python: `Tensor.copy()` vs NumPy (`bench/bench_copy_numpy.py`)", ""]
+    if py:
+        lines += [py["note"] + ". contiguous: `a.copy()`; transpose: `ascontiguousarray(a.T)`; "
+                  "slice: `ascontiguousarray(a[:, ::2])` of n×2n; reversed: `ascontiguousarray(a[::-1, ::-1])`.", ""]
+        rows = [[r["kind"], f"{r['n']}×{r['n']}", size_label(r["bytes"]), f"{r['dlbridge_gbps']:.2f}",
+                 f"{r['numpy_gbps']:.2f}", f"{r['ratio_vs_numpy']:.2f}", f"{r['memcpy_gbps']:.2f}"]
+                for r in py["results"]]
+        lines += table(["kind", "result", "bytes", "dlbridge GB/s", "NumPy GB/s", "dlbridge / NumPy",
+                        "copyto GB/s"], rows)
+    else:
+        lines += ["not run", ""]
+
+    lines += ["## 5. Instructions per call (callgrind, `bench/callgrind.py`)", ""]
+    if cg:
+        lines += [f"{cg['note']}; {cg['settings']['calls_per_case']} calls per case; {cg['settings']['valgrind']}.", ""]
+        rows = []
+        for r in cg["results"]:
+            objects = ", ".join(f"{k.split('.cpython')[0].split('.so')[0]} {v:.0f}"
+                                for k, v in list(r["by_object"].items())[:4])
+            rows.append([r["case"], f"`{r['statement']}`", f"{r['ir_per_call']:.0f}",
+                         f"{r['ir_per_call_net']:.0f}", objects])
+        lines += table(["case", "statement", "Ir / call", "net Ir / call", "where (Ir / call by library)"], rows)
+        lines += [f"- {k}: **{v:.2f}×** (net)" for k, v in cg["ratios_net"].items()] + [""]
+    else:
+        lines += ["not run", ""]
+    lines += ["![benchmarks](benchmarks.png)", ""]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- plot
+
+def plot(results: Path, png: Path) -> bool:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("report.py: matplotlib not installed, no PNG (pip install -r requirements/dev.txt)", file=sys.stderr)
+        return False
+    ex, api = load(results, "exchange.json"), load(results, "exchange_api.json")
+    cpp, py = load(results, "copy.json"), load(results, "copy_numpy.json")
+    fig, axes = plt.subplots(2, 2, figsize=(14, 10))
+
+    ax = axes[0][0]
+    if ex:
+        bars = [(f"import {r['producer']} → {r['consumer']}", r["ratio"], r.get("target"))
+                for r in ex["import"] if "ratio" in r]
+        bars += [(f"export dlbridge → {r['library']}", r["ratio"], r["target"]) for r in ex["export"] if "ratio" in r]
+        xs = range(len(bars))
+        ax.bar(xs, [b[1] for b in bars], color=["tab:green" if b[1] <= (b[2] or 1) else "tab:red" for b in bars])
+        for x, b in zip(xs, bars):
+            if b[2] is not None:
+                ax.hlines(b[2], x - 0.4, x + 0.4, colors="black", linestyles="dashed")
+        ax.set_xticks(list(xs), [b[0] for b in bars], fontsize=7, rotation=40, ha="right")
+        ax.set_yscale("log")
+        ax.axhline(1.0, color="grey", linewidth=0.8)
+        ax.set_ylabel("dlbridge time / competitor time")
+        ax.set_title("Import / export (below 1: dlbridge faster; dashes: targets)")
+
+    ax = axes[0][1]
+    if api:
+        rows = api["results"]
+        labels = [f"{r['object']}\n{r['table'].split(' ')[0]}\n{r['op'].replace('_', ' ')}" for r in rows]
+        ax.barh(range(len(rows)), [r["ns"] for r in rows],
+                color=["tab:blue" if r["table"] == "dlbridge.Tensor" else "tab:orange" for r in rows])
+        for i, r in enumerate(rows):
+            if r.get("target_ns"):
+                ax.vlines(r["target_ns"], i - 0.4, i + 0.4, colors="black", linestyles="dashed")
+        ax.set_yticks(range(len(rows)), labels, fontsize=6)
+        ax.set_xscale("log")
+        ax.set_xlabel("ns per tensor (median)")
+        ax.set_title("C exchange API from C++ (blue: dlbridge table)")
+
+    ax = axes[1][0]
+    if cpp:
+        for threads in sorted({r["threads"] for r in cpp["results"] if r["kind"] == "contiguous"}):
+            rows = [r for r in cpp["results"] if r["kind"] == "contiguous" and r["threads"] == threads]
+            ax.plot([r["bytes"] for r in rows], [r["dlbridge_gbps"] for r in rows], marker="o",
+                    label=f"dlbridge contiguous, {threads} thr")
+            ax.plot([r["bytes"] for r in rows], [r["baseline_gbps"] for r in rows], linestyle="dotted",
+                    label=f"memcpy (beside {threads} thr)")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("bytes")
+        ax.set_ylabel("GB/s")
+        ax.legend(fontsize=7)
+        ax.set_title("C++ contiguous copy vs memcpy")
+
+    ax = axes[1][1]
+    if py:
+        for kind in py["settings"]["kinds"]:
+            rows = [r for r in py["results"] if r["kind"] == kind]
+            ax.plot([r["bytes"] for r in rows], [r["ratio_vs_numpy"] for r in rows], marker="o", label=kind)
+        ax.axhline(1.0, color="grey", linewidth=0.8)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("result bytes")
+        ax.set_ylabel("dlbridge GB/s / NumPy GB/s")
+        ax.legend(fontsize=7)
+        ax.set_title("Python Tensor.copy() vs NumPy (above 1: dlbridge faster)")
+
+    fig.tight_layout()
+    png.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(png, dpi=90)
+    plt.close(fig)
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--results", type=Path, default=ROOT / "bench" / "results")
+    parser.add_argument("--md", type=Path, default=ROOT / "docs" / "benchmarks.md")
+    parser.add_argument("--png", type=Path, default=ROOT / "docs" / "benchmarks.png")
+    args = parser.parse_args(argv)
+    args.md.parent.mkdir(parents=True, exist_ok=True)
+    args.md.write_text(markdown(args.results))
+    print(f"wrote {args.md}")
+    if plot(args.results, args.png):
+        print(f"wrote {args.png}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
