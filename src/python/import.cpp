@@ -242,8 +242,9 @@ std::vector<int64_t> element_strides(const std::vector<int64_t>& byte_strides, i
 
 Tensor tensor_over_python_memory(std::shared_ptr<PythonOwner> owner, void* data, DType dtype,
                                  const std::vector<int64_t>& shape,
-                                 const std::vector<int64_t>& strides, bool readonly) {
-  const uint64_t flags = readonly ? DLBRIDGE_FLAG_READ_ONLY : 0;
+                                 const std::vector<int64_t>& strides, bool readonly,
+                                 uint64_t extra_flags = 0) {
+  const uint64_t flags = (readonly ? DLBRIDGE_FLAG_READ_ONLY : 0) | extra_flags;
   TensorView view = TensorView::from_data(data, dtype, shape, strides, Device{}, flags);
   return tensor_from_managed(ManagedTensor::adopt(make_versioned(view, std::move(owner), flags)));
 }
@@ -274,13 +275,30 @@ std::vector<int64_t> int_tuple(nb::handle value, const char* what) {
   return out;
 }
 
-Tensor import_array_interface(nb::handle x, nb::handle interface) {
+// dtype overrides the typestr, for extension dtypes that the interface can
+// only describe as opaque bytes ("<V2" for ml_dtypes' bfloat16).
+Tensor import_array_interface(nb::handle x, nb::handle interface,
+                              std::optional<DType> dtype_override = std::nullopt) {
   if (!PyDict_Check(interface.ptr()))
     throw nb::type_error("__array_interface__ must be a dict.");
   nb::dict d = nb::borrow<nb::dict>(interface);
   if (!d.contains("shape") || !d.contains("typestr") || !d.contains("data") || d["data"].is_none())
     throw nb::type_error("__array_interface__ needs 'shape', 'typestr' and a 'data' tuple.");
-  DType dtype = dtype_from_typestr(nb::cast<std::string>(d["typestr"]));
+  const std::string typestr = nb::cast<std::string>(d["typestr"]);
+  DType dtype;
+  uint64_t flags = 0;
+  if (dtype_override) {
+    dtype = *dtype_override;
+    // ml_dtypes describes its types as opaque bytes, or as 'f' for some
+    // float8 types; only the item size has to agree.
+    if (typestr.size() < 3 || (typestr[1] != 'V' && typestr[1] != 'f') ||
+        typestr.substr(2) != std::to_string(dtype.element_bytes()))
+      unsupported_format("'" + typestr + "' as " + dtype_name(dtype));
+    // A sub-byte type with one element per byte (ml_dtypes' float4/float6).
+    if (dtype.is_subbyte()) flags = DLBRIDGE_FLAG_IS_SUBBYTE_TYPE_PADDED;
+  } else {
+    dtype = dtype_from_typestr(typestr);
+  }
   nb::tuple data = nb::borrow<nb::tuple>(d["data"]);
   auto address = nb::cast<uintptr_t>(data[0]);
   bool readonly = nb::cast<bool>(data[1]);
@@ -290,7 +308,7 @@ Tensor import_array_interface(nb::handle x, nb::handle interface) {
   auto owner = std::make_shared<PythonOwner>();
   owner->object = nb::borrow(x).release().ptr();
   return tensor_over_python_memory(owner, reinterpret_cast<void*>(address), dtype, shape, strides,
-                                   readonly);
+                                   readonly, flags);
 }
 
 // Applies what the producer could not: a move to another device, or the
@@ -316,6 +334,27 @@ Tensor finish_import(Tensor t, const ExchangeRequest& request, bool copied_by_pr
   return t;
 }
 
+// NumPy exports only its built-in dtypes through DLPack. An array of an
+// extension dtype (ml_dtypes' bfloat16 and float8 types) still names its
+// dtype, and its memory is described by __array_interface__.
+std::optional<Tensor> import_extension_dtype(nb::handle x) {
+  nb::object interface = nb::getattr(x, "__array_interface__", nb::none());
+  nb::object dtype = nb::getattr(x, "dtype", nb::none());
+  if (interface.is_none() || dtype.is_none()) return std::nullopt;
+  std::optional<DType> parsed;
+  try {
+    parsed = dtype_from_python(dtype);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  const bool numpy_exports_it = !parsed->is_subbyte() &&
+                                (parsed->code == abi::kDLInt || parsed->code == abi::kDLUInt ||
+                                 parsed->code == abi::kDLFloat || parsed->code == abi::kDLComplex ||
+                                 parsed->code == abi::kDLBool);
+  if (numpy_exports_it) return std::nullopt;  // refused for another reason: keep that error
+  return import_array_interface(x, interface, parsed);
+}
+
 }  // namespace
 
 Tensor import_object(nb::handle x, const ExchangeRequest& request) {
@@ -325,7 +364,16 @@ Tensor import_object(nb::handle x, const ExchangeRequest& request) {
   ProducerType* known = known_producer(Py_TYPE(x.ptr()));
   if (known == nullptr && nb::hasattr(x, "__dlpack__")) known = &learn_producer(Py_TYPE(x.ptr()));
   if (known != nullptr) {
-    ManagedTensor managed = import_dlpack(x, *known, request);
+    std::optional<ManagedTensor> imported;
+    try {
+      imported = import_dlpack(x, *known, request);
+    } catch (nb::python_error& e) {
+      if (!e.matches(PyExc_BufferError)) throw;
+      std::optional<Tensor> fallback = import_extension_dtype(x);
+      if (!fallback) throw;
+      return finish_import(std::move(*fallback), request, false);
+    }
+    ManagedTensor managed = std::move(*imported);
     const bool copied = (managed.flags() & DLBRIDGE_FLAG_IS_COPIED) != 0;
     if (!request.device && !request.copy) return tensor_from_managed(std::move(managed));
     return finish_import(tensor_from_managed(std::move(managed)), request, copied);
