@@ -6,6 +6,7 @@
 #include <cstring>
 #include <string>
 
+#include "../allocate.hpp"
 #include "../error.hpp"
 #include "backend.hpp"
 
@@ -22,18 +23,7 @@ class CpuBackend final : public DeviceBackend {
   }
   int32_t device_count(DeviceType) override { return 1; }
 
-  void* allocate(Device, int64_t bytes) override {
-    // A multiple of the alignment, as aligned_alloc requires, and never 0 so
-    // that an empty tensor still has an address of its own.
-    constexpr size_t alignment = 64;
-    const size_t size = (size_t(bytes) + alignment - 1) / alignment * alignment;
-    void* p = std::aligned_alloc(alignment, size == 0 ? alignment : size);
-    if (p == nullptr)
-      detail::fail(ErrorCode::out_of_memory,
-                   "Could not allocate " + std::to_string(bytes) + " bytes of host memory.",
-                   "Free memory or copy a smaller tensor.");
-    return p;
-  }
+  void* allocate(Device, int64_t bytes) override { return dlbridge::detail::allocate_host_raw(bytes); }
   void free(Device, void* data) noexcept override { std::free(data); }
 
   void copy(void* dst, Device, const void* src, Device, const Rows& rows,

@@ -14,9 +14,11 @@ namespace dlbridge::detail {
 
 // 0 means "as many as the hardware has"; hardware_concurrency() may itself
 // answer 0 when it cannot tell, and one thread is always possible.
+// glibc answers hardware_concurrency() by reading /sys on every call, which
+// cost microseconds per small copy, so the answer is read once.
 inline unsigned resolve_thread_count(unsigned requested) noexcept {
   if (requested != 0) return requested;
-  const unsigned hw = std::thread::hardware_concurrency();
+  static const unsigned hw = std::thread::hardware_concurrency();
   return hw == 0 ? 1 : hw;
 }
 
