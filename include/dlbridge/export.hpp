@@ -15,6 +15,11 @@ namespace dlbridge {
 
 enum class ExportFormat { legacy, versioned };
 
+// Where an export's shape and strides live: copied into the export, or
+// borrowed from the view when the owner keeps that view alive (a view held
+// by the ManagedTensor that is itself the owner), which saves the copy.
+enum class ExportDims { copy, borrow_from_owner };
+
 // The producer rule: no max_version, or a major below 1, gets the legacy
 // struct; any major >= 1 gets a versioned struct carrying dlbridge's own
 // (1, 3), even when the consumer asked for more.
@@ -39,18 +44,23 @@ struct ExportContext {
     delete static_cast<ExportContext*>(self->manager_ctx);
   }
 
-  static Managed* make(const TensorView& view, std::shared_ptr<void> owner) {
+  static Managed* make(const TensorView& view, std::shared_ptr<void> owner, ExportDims dims) {
     // Held by unique_ptr until complete: the dims may allocate and throw.
     auto ctx = std::make_unique<ExportContext>();
-    ctx->shape.assign(view.shape(), view.ndim());
-    ctx->strides.assign(view.strides(), view.ndim());
+    const bool borrow = dims == ExportDims::borrow_from_owner;
+    if (!borrow) {
+      ctx->shape.assign(view.shape(), view.ndim());
+      ctx->strides.assign(view.strides(), view.ndim());
+    }
     ctx->owner = std::move(owner);
     ctx->managed.manager_ctx = ctx.get();
     ctx->managed.deleter = &destroy;
     abi::DLTensor& t = ctx->managed.dl_tensor;
     t = view.dltensor();
-    t.shape = view.ndim() ? ctx->shape.data() : nullptr;
-    t.strides = view.ndim() ? ctx->strides.data() : nullptr;
+    if (!borrow) {
+      t.shape = view.ndim() ? ctx->shape.data() : nullptr;
+      t.strides = view.ndim() ? ctx->strides.data() : nullptr;
+    }
     return &ctx.release()->managed;
   }
 };
@@ -61,9 +71,10 @@ struct ExportContext {
 // alive until the deleter runs. The caller owns the result.
 inline abi::DLManagedTensorVersioned* make_versioned(const TensorView& view,
                                                      std::shared_ptr<void> owner,
-                                                     uint64_t flags) {
+                                                     uint64_t flags,
+                                                     ExportDims dims = ExportDims::copy) {
   auto* m = detail::ExportContext<abi::DLManagedTensorVersioned>::make(
-      view, std::move(owner));
+      view, std::move(owner), dims);
   m->version = dlpack_version;
   m->flags = flags;
   return m;
@@ -73,9 +84,10 @@ inline abi::DLManagedTensorVersioned* make_versioned(const TensorView& view,
 // the data is read-only, so flags containing READ_ONLY are refused.
 inline abi::DLManagedTensor* make_legacy(const TensorView& view,
                                          std::shared_ptr<void> owner,
-                                         uint64_t flags) {
+                                         uint64_t flags,
+                                         ExportDims dims = ExportDims::copy) {
   if (flags & DLBRIDGE_FLAG_READ_ONLY) detail::refuse_read_only_legacy();
-  return detail::ExportContext<abi::DLManagedTensor>::make(view, std::move(owner));
+  return detail::ExportContext<abi::DLManagedTensor>::make(view, std::move(owner), dims);
 }
 
 // Exports C++-owned memory. The owner may be any object whose destruction

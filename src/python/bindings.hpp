@@ -15,11 +15,27 @@ namespace dlbridge::python {
 
 namespace nb = nanobind;
 
-// dlbridge.Tensor: a validated view plus shared ownership of the memory, so
-// every export of the same tensor costs one small allocation and no Python.
-struct Tensor {
-  std::shared_ptr<const ManagedTensor> storage;
-  TensorView view;
+// dlbridge.Tensor: shared ownership of an imported or allocated tensor, so
+// every export of it costs one small allocation and no Python. Its view is
+// the storage's own unless it differs (a relabelled device, dropped flags):
+// an import then copies no shape or strides.
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(std::shared_ptr<const ManagedTensor> storage) : storage_(std::move(storage)) {}
+  Tensor(std::shared_ptr<const ManagedTensor> storage, TensorView view)
+      : storage_(std::move(storage)), view_(std::make_shared<const TensorView>(std::move(view))) {}
+
+  const TensorView& view() const noexcept { return view_ ? *view_ : storage_->view(); }
+  // Exports owned by the storage may borrow its view's shape and strides.
+  ExportDims export_dims() const noexcept {
+    return view_ ? ExportDims::copy : ExportDims::borrow_from_owner;
+  }
+  const std::shared_ptr<const ManagedTensor>& storage() const noexcept { return storage_; }
+
+ private:
+  std::shared_ptr<const ManagedTensor> storage_;
+  std::shared_ptr<const TensorView> view_;
 };
 
 // What a caller of __dlpack__ / from_dlpack asked for, already parsed.
@@ -51,6 +67,8 @@ nb::object device_type_to_python(DeviceType type);
 ManagedTensor consume_capsule(nb::handle capsule, uint64_t legacy_flags = 0);
 nb::object make_capsule(const Tensor& tensor, ExportFormat format,
                         uint64_t extra_flags);
+// A new versioned struct over the tensor's memory, owned by the caller.
+abi::DLManagedTensorVersioned* export_versioned(const Tensor& tensor, uint64_t extra_flags);
 nb::dict inspect_capsule(nb::handle capsule);
 void bind_capsules(nb::module_& m);
 

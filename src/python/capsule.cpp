@@ -104,18 +104,34 @@ ManagedTensor consume_capsule(nb::handle capsule, uint64_t legacy_flags) {
                            .c_str());
 }
 
+namespace {
+
+// What every export of a Tensor shares: the storage keeps the memory (and
+// the view's dims) alive, and the tensor's own flags travel with it.
+std::shared_ptr<void> export_owner(const Tensor& t) {
+  return std::const_pointer_cast<ManagedTensor>(t.storage());
+}
+
+uint64_t export_flags(const Tensor& t, uint64_t extra_flags) {
+  return (t.view().flags() & (DLBRIDGE_FLAG_READ_ONLY | DLBRIDGE_FLAG_IS_SUBBYTE_TYPE_PADDED)) |
+         extra_flags;
+}
+
+}  // namespace
+
+abi::DLManagedTensorVersioned* export_versioned(const Tensor& t, uint64_t extra_flags) {
+  return make_versioned(t.view(), export_owner(t), export_flags(t, extra_flags), t.export_dims());
+}
+
 nb::object make_capsule(const Tensor& tensor, ExportFormat format, uint64_t extra_flags) {
-  std::shared_ptr<void> owner = std::const_pointer_cast<ManagedTensor>(tensor.storage);
-  const uint64_t flags = (tensor.view.flags() & (DLBRIDGE_FLAG_READ_ONLY |
-                                                 DLBRIDGE_FLAG_IS_SUBBYTE_TYPE_PADDED)) |
-                         extra_flags;
   PyObject* capsule = nullptr;
   if (format == ExportFormat::versioned) {
-    abi::DLManagedTensorVersioned* m = make_versioned(tensor.view, std::move(owner), flags);
+    abi::DLManagedTensorVersioned* m = export_versioned(tensor, extra_flags);
     capsule = PyCapsule_New(m, versioned_name, versioned_capsule_destructor);
     if (capsule == nullptr) m->deleter(m);
   } else {
-    abi::DLManagedTensor* m = make_legacy(tensor.view, std::move(owner), flags);
+    abi::DLManagedTensor* m = make_legacy(tensor.view(), export_owner(tensor),
+                                          export_flags(tensor, extra_flags), tensor.export_dims());
     capsule = PyCapsule_New(m, legacy_name, legacy_capsule_destructor);
     if (capsule == nullptr) m->deleter(m);
   }

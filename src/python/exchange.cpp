@@ -10,23 +10,17 @@ namespace {
 
 const Tensor* as_tensor(void* object) { return python::as_tensor(nb::handle(static_cast<PyObject*>(object))); }
 
-abi::DLManagedTensorVersioned* export_versioned(const Tensor& t) {
-  std::shared_ptr<void> owner = std::const_pointer_cast<ManagedTensor>(t.storage);
-  return make_versioned(t.view, std::move(owner),
-                        t.view.flags() & (DLBRIDGE_FLAG_READ_ONLY | DLBRIDGE_FLAG_IS_SUBBYTE_TYPE_PADDED));
-}
-
 struct PythonProvider {
   static abi::DLManagedTensorVersioned* to_managed(void* object) {
-    if (const Tensor* t = as_tensor(object)) return export_versioned(*t);
+    if (const Tensor* t = as_tensor(object)) return export_versioned(*t, 0);
     // Any other array-like: imported zero-copy first, like from_dlpack.
-    return export_versioned(import_object(nb::handle(static_cast<PyObject*>(object)), ExchangeRequest{}));
+    return export_versioned(import_object(nb::handle(static_cast<PyObject*>(object)), ExchangeRequest{}), 0);
   }
   static void to_dltensor(void* object, abi::DLTensor* out) {
     const Tensor* t = as_tensor(object);
     if (t == nullptr)
       throw nb::type_error("dltensor_from_py_object_no_sync expects a dlbridge.Tensor.");
-    *out = t->view.dltensor();
+    *out = t->view().dltensor();
   }
   static void* from_managed(abi::DLManagedTensorVersioned* tensor) {
     return wrap_tensor(tensor_from_managed(ManagedTensor::adopt(tensor))).release().ptr();

@@ -315,7 +315,7 @@ Tensor import_array_interface(nb::handle x, nb::handle interface,
 // copy that copy=True promises; copy_tensor moves data between devices
 // through the device backends.
 Tensor finish_import(Tensor t, const ExchangeRequest& request, bool copied_by_producer) {
-  const Device source = t.view.device();
+  const Device source = t.view().device();
   const Device target = request.device.value_or(source);
   const bool host_alias = target == Device{} && is_host_accessible(source.type);
   const bool moved = target != source && !host_alias;
@@ -330,7 +330,7 @@ Tensor finish_import(Tensor t, const ExchangeRequest& request, bool copied_by_pr
                  "(it set IS_COPIED).",
                  "Pass copy=None to accept the copy.");
   if (moved || (request.copy == true && !copied_by_producer)) return copy_tensor(t, target);
-  if (target != source) t.view = t.view.with_device(target);
+  if (target != source) t = Tensor(t.storage(), t.view().with_device(target));
   return t;
 }
 

@@ -100,7 +100,7 @@ void check_buffer_request(const TensorView& v, int flags) {
 int tensor_getbuffer(PyObject* self, Py_buffer* view, int flags) {
   try {
     const Tensor& t = *nb::inst_ptr<Tensor>(self);
-    const TensorView& v = t.view;
+    const TensorView& v = t.view();
     check_buffer_request(v, flags);
     const int64_t itemsize = v.dtype().element_bytes();
     auto* dims = new Py_ssize_t[size_t(2 * v.ndim() + 1)];
@@ -138,7 +138,7 @@ PyType_Slot tensor_slots[] = {
 };
 
 std::string tensor_repr(const Tensor& t) {
-  const TensorView& v = t.view;
+  const TensorView& v = t.view();
   std::string shape = nb::cast<std::string>(nb::repr(dims_tuple(v.shape(), v.ndim())));
   std::string strides = nb::cast<std::string>(nb::repr(dims_tuple(v.strides(), v.ndim())));
   std::string text = "dlbridge.Tensor(shape=" + shape + ", dtype=" + dtype_name(v.dtype()) +
@@ -151,14 +151,15 @@ std::string tensor_repr(const Tensor& t) {
 }  // namespace
 
 Tensor tensor_from_managed(ManagedTensor managed) {
+  const uint64_t flags = managed.flags();
+  auto storage = std::make_shared<const ManagedTensor>(std::move(managed));
   // The tensor speaks for the data from now on; IS_COPIED described only
   // the exchange that delivered it.
-  const uint64_t flags = managed.flags();
-  Tensor t{nullptr, (flags & DLBRIDGE_FLAG_IS_COPIED)
-                        ? managed.view().with_flags(flags & ~DLBRIDGE_FLAG_IS_COPIED)
-                        : managed.view()};
-  t.storage = std::make_shared<const ManagedTensor>(std::move(managed));
-  return t;
+  if (flags & DLBRIDGE_FLAG_IS_COPIED) {
+    TensorView view = storage->view().with_flags(flags & ~DLBRIDGE_FLAG_IS_COPIED);
+    return Tensor(std::move(storage), std::move(view));
+  }
+  return Tensor(std::move(storage));
 }
 
 namespace {
@@ -190,7 +191,7 @@ Tensor copy_tensor(const Tensor& source, Device target, StreamArg consumer_strea
     case DeviceSupport::unavailable: detail::fail_unavailable(target);
     case DeviceSupport::served: break;
   }
-  const Device from = source.view.device();
+  const Device from = source.view().device();
   if (!is_host_accessible(from.type) && device_support(from) != DeviceSupport::served) {
     if (device_support(from) == DeviceSupport::unsupported) fail_unsupported_device(from.type);
     detail::fail_unavailable(from);
@@ -205,7 +206,7 @@ Tensor copy_tensor(const Tensor& source, Device target, StreamArg consumer_strea
   Tensor out;
   {
     nb::gil_scoped_release unlocked;  // large copies run without the GIL
-    out = tensor_from_managed(copy_to_device(source.view, target, options));
+    out = tensor_from_managed(copy_to_device(source.view(), target, options));
   }
   return out;
 }
@@ -216,61 +217,101 @@ nb::object export_capsule(const Tensor& tensor, const ExchangeRequest& request) 
   core.device = request.device;
   core.copy = request.copy;
   core.stream = stream_from_python(request.stream);
-  const ExportPlan plan = plan_export(tensor.view, core);
+  const ExportPlan plan = plan_export(tensor.view(), core);
   if (plan.copy)
     return make_capsule(copy_tensor(tensor, plan.target, core.stream), plan.format,
                         DLBRIDGE_FLAG_IS_COPIED);
-  make_ready_on(tensor.view, core.stream);
-  if (plan.target != tensor.view.device())
-    return make_capsule(Tensor{tensor.storage, tensor.view.with_device(plan.target)},
+  make_ready_on(tensor.view(), core.stream);
+  if (plan.target != tensor.view().device())
+    return make_capsule(Tensor(tensor.storage(), tensor.view().with_device(plan.target)),
                         plan.format, 0);
   return make_capsule(tensor, plan.format, 0);
 }
+
+namespace {
+
+// __dlpack__ as a plain METH_FASTCALL method: consumers call it on every
+// exchange, and nanobind's general keyword matching cost about as much as
+// the export itself. Keywords are matched by interned pointer first.
+PyObject* tensor_dlpack(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
+                        PyObject* kwnames) noexcept {
+  try {
+    static PyObject* const names[] = {
+        PyUnicode_InternFromString("stream"), PyUnicode_InternFromString("max_version"),
+        PyUnicode_InternFromString("dl_device"), PyUnicode_InternFromString("copy")};
+    if (PyVectorcall_NARGS(nargs) != 0)
+      throw nb::type_error("__dlpack__() takes keyword arguments only "
+                           "(stream, max_version, dl_device, copy).");
+    PyObject* values[4] = {Py_None, Py_None, Py_None, Py_None};
+    const Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    for (Py_ssize_t i = 0; i < nkw; ++i) {
+      PyObject* key = PyTuple_GET_ITEM(kwnames, i);
+      int slot = -1;
+      for (int k = 0; k < 4 && slot < 0; ++k)
+        if (key == names[k]) slot = k;
+      for (int k = 0; k < 4 && slot < 0; ++k)
+        if (PyUnicode_Compare(key, names[k]) == 0) slot = k;
+      if (slot < 0)
+        throw nb::type_error(("__dlpack__() got an unexpected keyword argument '" +
+                              nb::cast<std::string>(nb::handle(key)) + "'.")
+                                 .c_str());
+      values[slot] = args[i];
+    }
+    const Tensor* t = as_tensor(nb::handle(self));
+    if (t == nullptr) throw nb::type_error("__dlpack__ needs a dlbridge.Tensor.");
+    ExchangeRequest request{max_version_from_python(values[1]), dl_device_from_python(values[2]),
+                            copy_from_python(values[3]), nb::borrow(values[0])};
+    return export_capsule(*t, request).release().ptr();
+  } catch (...) {
+    set_python_error(std::current_exception());
+    return nullptr;
+  }
+}
+
+PyMethodDef tensor_dlpack_def = {
+    "__dlpack__", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(tensor_dlpack)),
+    METH_FASTCALL | METH_KEYWORDS,
+    "__dlpack__($self, /, *, stream=None, max_version=None, dl_device=None, copy=None)\n--\n\n"
+    "Export as a DLPack capsule: versioned (1, 3) when max_version >= (1, 0), legacy "
+    "otherwise; dl_device and copy as the DLPack spec defines them."};
+
+}  // namespace
 
 void bind_tensor(nb::module_& m) {
   auto cls = nb::class_<Tensor>(m, "Tensor", nb::type_slots(tensor_slots),
                      "A validated DLPack tensor: a zero-copy view of another "
                      "library's memory, or the owner of its own.")
-      .def_prop_ro("shape", [](const Tensor& t) { return dims_tuple(t.view.shape(), t.view.ndim()); })
-      .def_prop_ro("strides", [](const Tensor& t) { return dims_tuple(t.view.strides(), t.view.ndim()); },
+      .def_prop_ro("shape", [](const Tensor& t) { return dims_tuple(t.view().shape(), t.view().ndim()); })
+      .def_prop_ro("strides", [](const Tensor& t) { return dims_tuple(t.view().strides(), t.view().ndim()); },
                    "Strides in elements, always filled in.")
-      .def_prop_ro("ndim", [](const Tensor& t) { return t.view.ndim(); })
-      .def_prop_ro("size", [](const Tensor& t) { return t.view.size(); })
-      .def_prop_ro("nbytes", [](const Tensor& t) { return t.view.nbytes(); },
+      .def_prop_ro("ndim", [](const Tensor& t) { return t.view().ndim(); })
+      .def_prop_ro("size", [](const Tensor& t) { return t.view().size(); })
+      .def_prop_ro("nbytes", [](const Tensor& t) { return t.view().nbytes(); },
                    "Bytes of a compact copy (packed for sub-byte dtypes).")
-      .def_prop_ro("dtype", [](const Tensor& t) { return t.view.dtype(); })
-      .def_prop_ro("device", [](const Tensor& t) { return t.view.device(); })
-      .def_prop_ro("readonly", [](const Tensor& t) { return t.view.readonly(); })
-      .def_prop_ro("flags", [](const Tensor& t) { return t.view.flags(); },
+      .def_prop_ro("dtype", [](const Tensor& t) { return t.view().dtype(); })
+      .def_prop_ro("device", [](const Tensor& t) { return t.view().device(); })
+      .def_prop_ro("readonly", [](const Tensor& t) { return t.view().readonly(); })
+      .def_prop_ro("flags", [](const Tensor& t) { return t.view().flags(); },
                    "DLPack flag bits (READ_ONLY=1, IS_SUBBYTE_TYPE_PADDED=4).")
-      .def_prop_ro("data_ptr", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.view.data()); },
+      .def_prop_ro("data_ptr", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.view().data()); },
                    "Address of element 0 (data + byte_offset).")
-      .def_prop_ro("is_c_contiguous", [](const Tensor& t) { return t.view.is_c_contiguous(); })
-      .def_prop_ro("is_f_contiguous", [](const Tensor& t) { return t.view.is_f_contiguous(); })
-      .def("__dlpack__",
-           [](const Tensor& t, nb::handle stream, nb::handle max_version, nb::handle dl_device,
-              nb::handle copy) {
-             ExchangeRequest request{max_version_from_python(max_version),
-                                     dl_device_from_python(dl_device), copy_from_python(copy),
-                                     nb::borrow(stream)};
-             return export_capsule(t, request);
-           },
-           nb::kw_only(), nb::arg("stream") = nb::none(), nb::arg("max_version") = nb::none(),
-           nb::arg("dl_device") = nb::none(), nb::arg("copy") = nb::none(),
-           "Export as a DLPack capsule: versioned (1, 3) when max_version >= (1, 0), "
-           "legacy otherwise; dl_device and copy as the DLPack spec defines them.")
+      .def_prop_ro("is_c_contiguous", [](const Tensor& t) { return t.view().is_c_contiguous(); })
+      .def_prop_ro("is_f_contiguous", [](const Tensor& t) { return t.view().is_f_contiguous(); })
       .def("__dlpack_device__",
            [](const Tensor& t) {
-             return nb::make_tuple(device_type_to_python(t.view.device().type), t.view.device().id);
+             return nb::make_tuple(device_type_to_python(t.view().device().type), t.view().device().id);
            })
       .def("copy",
            [](const Tensor& t, nb::handle device) {
-             Device target = device.is_none() ? t.view.device() : device_from_python(device);
+             Device target = device.is_none() ? t.view().device() : device_from_python(device);
              return wrap_tensor(copy_tensor(t, target));
            },
            nb::arg("device") = nb::none(), "A new, writable, compact (C-order) copy.")
       .def("__repr__", &tensor_repr);
   tensor_type_object = reinterpret_cast<PyTypeObject*>(cls.ptr());
+  nb::object dlpack = nb::steal(PyDescr_NewMethod(tensor_type_object, &tensor_dlpack_def));
+  if (!dlpack.is_valid()) throw nb::python_error();
+  cls.attr("__dlpack__") = dlpack;
 }
 
 }  // namespace dlbridge::python
