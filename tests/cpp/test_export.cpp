@@ -115,6 +115,25 @@ TEST(MakeVersioned, ShapeAndStridesAreCopies) {
   m->deleter(m);
 }
 
+// The owner is the ManagedTensor that holds the view, so the export may
+// point at that view's dims; they must stay valid after every other
+// reference to the ManagedTensor is gone.
+TEST(MakeVersioned, BorrowedDimsLiveAsLongAsTheOwner) {
+  auto data = std::make_shared<std::vector<float>>(12);
+  auto storage = std::make_shared<ManagedTensor>(dlbridge::export_tensor(
+      TensorView::from_data(data->data(), f32, {3, 4}, {1, 3}), data, 0));
+  const int64_t* owner_shape = storage->view().shape();
+  dlabi::DLManagedTensorVersioned* m = dlbridge::make_versioned(
+      storage->view(), storage, 0, dlbridge::ExportDims::borrow_from_owner);
+  EXPECT_EQ(m->dl_tensor.shape, owner_shape);
+  EXPECT_EQ(m->dl_tensor.strides, storage->view().strides());
+  storage.reset();
+  data.reset();
+  EXPECT_EQ(m->dl_tensor.shape[1], 4);  // ASan: still owned by the export
+  EXPECT_EQ(m->dl_tensor.strides[1], 3);
+  m->deleter(m);
+}
+
 TEST(MakeVersioned, NullStridesAreFilledIn) {
   float data[6] = {};
   dlabi::DLTensor t{};
