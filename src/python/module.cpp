@@ -8,6 +8,13 @@ NB_MODULE(_core, m) {
   m.attr("FLAG_READ_ONLY") = DLBRIDGE_FLAG_READ_ONLY;
   m.attr("FLAG_IS_COPIED") = DLBRIDGE_FLAG_IS_COPIED;
   m.attr("FLAG_IS_SUBBYTE_TYPE_PADDED") = DLBRIDGE_FLAG_IS_SUBBYTE_TYPE_PADDED;
+  // A tensor that borrows a Python object's memory keeps that object alive
+  // from C++, where the garbage collector cannot see it (NumPy's `base`
+  // behaves the same). If the object references the module holding the
+  // tensor -- any instance of a class defined there does -- the pair lives
+  // until exit, and nanobind's audit would call it a leak though the OS
+  // reclaims it like any other object alive at exit.
+  nb::set_leak_warnings(false);
   register_error_translator(m);
   bind_types(m);
   bind_capsules(m);

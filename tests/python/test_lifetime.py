@@ -88,3 +88,25 @@ def test_deleters_on_other_threads(deleters):
         th.join()
     gc.collect()
     assert deleters.settled() == 8
+
+
+def test_shutdown_with_a_tensor_borrowing_a_main_class_instance(run_python):
+    # The owner (an instance of a class of __main__) references __main__,
+    # which holds the tensor: a cycle through C++ that the GC cannot see.
+    result = run_python("""
+        import dlbridge, numpy as np
+
+        class Interface:
+            def __init__(self):
+                self.a = np.arange(4.0)
+
+            @property
+            def __array_interface__(self):
+                return self.a.__array_interface__
+
+        t = dlbridge.from_dlpack(Interface())
+        print(float(np.from_dlpack(t).sum()))
+    """)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "6.0"
+    assert "leaked" not in result.stderr
