@@ -4,6 +4,8 @@
 // that keeps its "device memory" on the host and records every call.
 #include <gtest/gtest.h>
 
+#include "support/error_of.hpp"
+
 #include <dlbridge/backend/transfer.hpp>
 #include <dlbridge/producer.hpp>
 
@@ -36,14 +38,7 @@ constexpr Device cpu{};
 constexpr Device ext0{dlabi::kDLExtDev, 0};
 constexpr Device ext1{dlabi::kDLExtDev, 1};
 
-std::optional<Error> error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e;
-  }
-  return std::nullopt;
-}
+using test_support::error_of;
 
 // kDLExtDev with device 0 present and device 1 absent. Its memory is host
 // memory, but nothing outside this backend may touch it: the device table

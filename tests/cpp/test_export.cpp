@@ -3,6 +3,8 @@
 // the exported struct must not point into anything the producer may reuse.
 #include <gtest/gtest.h>
 
+#include "support/error_of.hpp"
+
 #include <dlbridge/export.hpp>
 
 #include <cstdint>
@@ -33,14 +35,7 @@ static_assert(negotiate_format(std::nullopt) == ExportFormat::legacy);
 static_assert(negotiate_format(dlabi::DLPackVersion{1, 0}) ==
               ExportFormat::versioned);
 
-std::optional<Error> error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e;
-  }
-  return std::nullopt;
-}
+using test_support::error_of;
 
 // Six floats whose release is counted: a stand-in for any C++ container
 // that owns exported memory.

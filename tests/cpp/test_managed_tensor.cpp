@@ -4,6 +4,8 @@
 // deleters, so ASan's leak check covers the conversions too.
 #include <gtest/gtest.h>
 
+#include "support/error_of.hpp"
+
 #include <dlbridge/managed_tensor.hpp>
 
 #include <cstdint>
@@ -68,14 +70,7 @@ struct Producer {
   }
 };
 
-std::optional<Error> error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e;
-  }
-  return std::nullopt;
-}
+using test_support::error_of;
 
 bool contains(const std::string& text, const std::string& fragment) {
   return text.find(fragment) != std::string::npos;

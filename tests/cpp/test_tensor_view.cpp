@@ -5,6 +5,8 @@
 // arithmetic on the hostile values.
 #include <gtest/gtest.h>
 
+#include "support/error_of.hpp"
+
 #include <dlbridge/tensor_view.hpp>
 
 #include <cstdint>
@@ -24,16 +26,7 @@ namespace dlabi = dlbridge::abi;
 
 constexpr DType f32{dlabi::kDLFloat, 32, 1};
 
-// The error f throws, or nullopt (which the caller's ASSERT turns into a
-// failure) when it returns normally.
-std::optional<Error> error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e;
-  }
-  return std::nullopt;
-}
+using test_support::error_of;
 
 testing::AssertionResult refused(const std::function<void()>& f,
                                  ErrorCode code, const std::string& fragment) {
