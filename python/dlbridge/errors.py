@@ -20,30 +20,65 @@ class DLPackError(BufferError):
         self.hint = hint
 
 
-def _error_class(name: str, code: str, doc: str) -> type:
-    return type(name, (DLPackError,), {"code": code, "__doc__": doc, "__module__": __name__})
+class UnsupportedDeviceError(DLPackError):
+    """A DLDeviceType that this build cannot serve."""
+
+    code = "unsupported_device_type"
 
 
-UnsupportedDeviceError = _error_class(
-    "UnsupportedDeviceError", "unsupported_device_type", "A DLDeviceType that this build cannot serve.")
-DeviceUnavailableError = _error_class(
-    "DeviceUnavailableError", "device_unavailable", "A supported device type whose backend or device id is absent.")
-UnsupportedDTypeError = _error_class(
-    "UnsupportedDTypeError", "unsupported_dtype", "A dtype that the target cannot hold.")
-LayoutError = _error_class(
-    "LayoutError", "unsupported_layout", "Strides or offsets the target cannot represent without a forbidden copy.")
-ReadOnlyError = _error_class(
-    "ReadOnlyError", "read_only", "Read-only data requested as writable, or as a legacy capsule without copy=True.")
-VersionError = _error_class(
-    "VersionError", "unsupported_version", "A DLPack major version from the future, or a max_version that cannot be met.")
-CopyRequiredError = _error_class(
-    "CopyRequiredError", "copy_required", "copy=False where only a copy would do.")
-StreamError = _error_class(
-    "StreamError", "invalid_stream", "A stream value that is invalid for the device.")
-ConsumedCapsuleError = _error_class(
-    "ConsumedCapsuleError", "capsule_consumed", "A DLPack capsule that was already consumed.")
-InvalidTensorError = _error_class(
-    "InvalidTensorError", "invalid_tensor", "A malformed DLTensor.")
+class DeviceUnavailableError(DLPackError):
+    """A supported device type whose backend or device id is absent."""
+
+    code = "device_unavailable"
+
+
+class UnsupportedDTypeError(DLPackError):
+    """A dtype that the target cannot hold."""
+
+    code = "unsupported_dtype"
+
+
+class LayoutError(DLPackError):
+    """Strides or offsets the target cannot represent without a forbidden copy."""
+
+    code = "unsupported_layout"
+
+
+class ReadOnlyError(DLPackError):
+    """Read-only data requested as writable, or as a legacy capsule without copy=True."""
+
+    code = "read_only"
+
+
+class VersionError(DLPackError):
+    """A DLPack major version from the future, or a max_version that cannot be met."""
+
+    code = "unsupported_version"
+
+
+class CopyRequiredError(DLPackError):
+    """copy=False where only a copy would do."""
+
+    code = "copy_required"
+
+
+class StreamError(DLPackError):
+    """A stream value that is invalid for the device."""
+
+    code = "invalid_stream"
+
+
+class ConsumedCapsuleError(DLPackError):
+    """A DLPack capsule that was already consumed."""
+
+    code = "capsule_consumed"
+
+
+class InvalidTensorError(DLPackError):
+    """A malformed DLTensor."""
+
+    code = "invalid_tensor"
+
 
 ERROR_CLASSES = {
     cls.code: cls
