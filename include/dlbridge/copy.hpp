@@ -10,9 +10,11 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "allocate.hpp"
 #include "detail/copy_kernels.hpp"
@@ -164,6 +166,65 @@ inline ManagedTensor copy_to_compact(const TensorView& src,
   ManagedTensor out = allocate_compact(
       src.dtype(), std::vector<int64_t>(src.shape(), src.shape() + src.ndim()), flags);
   copy_into(src, out.view().with_flags(flags & ~uint64_t(DLBRIDGE_FLAG_READ_ONLY)), options);
+  return out;
+}
+
+// A new, writable, compact row-major host copy of src with one element per
+// byte or more, the layout that consumers which address elements one by one
+// need (NumPy with ml_dtypes stores int4 and float4_e2m1fn a byte each):
+// sub-byte values each get a byte, zero-extended, and IS_SUBBYTE_TYPE_PADDED
+// is set; vector lanes (lanes > 1, e.g. PyTorch's FP4 as (17, 4, 2)) become a
+// trailing axis of that length, lane 0 first, as DLPack packs them from bit 0.
+// Padded or packed sources are both read correctly. Errors:
+// device_unavailable (src not host-accessible), unsupported_dtype (a lane
+// wider than a byte that is not a whole number of bytes, e.g. int12).
+inline ManagedTensor copy_unpacked(const TensorView& src,
+                                   uint64_t extra_flags = DLBRIDGE_FLAG_IS_COPIED) {
+  if (!is_host_accessible(src.device().type))
+    detail::fail(ErrorCode::device_unavailable,
+                 "copy_unpacked: src lives on " + to_string(src.device()) +
+                     ", which is not available to the host.",
+                 "Copy it to the host first.");
+  const DType from = src.dtype();
+  const unsigned bits = from.bits, lanes = from.lanes;
+  if (bits > 8 && bits % 8 != 0)
+    detail::fail(ErrorCode::unsupported_dtype,
+                 "copy_unpacked: " + dtype_name(from) + " has lanes of " +
+                     std::to_string(bits) + " bits, which neither share nor fill whole bytes.",
+                 "Cast it to a standard dtype in the producer.");
+  const DType to{from.code, from.bits, 1};
+  std::vector<int64_t> shape(src.shape(), src.shape() + src.ndim());
+  if (lanes > 1) shape.push_back(lanes);
+  const uint64_t flags =
+      extra_flags | (bits < 8 ? uint64_t(DLBRIDGE_FLAG_IS_SUBBYTE_TYPE_PADDED) : 0);
+  ManagedTensor out = allocate_compact(to, shape, flags);
+  if (src.size() == 0) return out;
+  // Where element 0 of src starts and how far one element step moves, in
+  // bits: packed elements abut, anything else starts on its own byte.
+  const int64_t step_bits =
+      src.packed() ? int64_t(from.element_bits()) : int64_t(from.element_bytes()) * 8;
+  const auto* in = static_cast<const unsigned char*>(src.data());
+  auto* dst = static_cast<unsigned char*>(out.view().data());
+  const int64_t lane_bytes = bits < 8 ? 1 : bits / 8;
+  const int32_t ndim = src.ndim();
+  std::vector<int64_t> index(size_t(ndim), 0);
+  int64_t offset = 0;  // element offset of index in src
+  for (int64_t n = src.size(); n > 0; --n) {
+    const int64_t first_bit = offset * step_bits;
+    for (unsigned l = 0; l < lanes; ++l, dst += lane_bytes) {
+      const int64_t bit = first_bit + int64_t(l) * bits;
+      if (bits < 8)
+        *dst = (unsigned char)detail::read_bits(in, bit, bits);
+      else
+        std::memcpy(dst, in + bit / 8, size_t(lane_bytes));
+    }
+    for (int32_t d = ndim - 1; d >= 0; --d) {
+      offset += src.stride(d);
+      if (++index[size_t(d)] < src.shape(d)) break;
+      offset -= src.stride(d) * src.shape(d);
+      index[size_t(d)] = 0;
+    }
+  }
   return out;
 }
 

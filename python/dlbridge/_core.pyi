@@ -121,8 +121,13 @@ class Tensor:
         """Export as a DLPack capsule: versioned (1, 3) when max_version >= (1, 0), legacy otherwise; dl_device and copy as the DLPack spec defines them."""
     def __dlpack_device__(self) -> tuple[DeviceType | int, int]: ...
     def __buffer__(self, flags: int, /) -> memoryview: ...
+    @property
+    def __array_interface__(self) -> dict[str, Any]:
+        """NumPy's array interface (version 3) for host tensors; dtypes without a NumPy type code are '|V<itemsize>'."""
     def copy(self, device: DeviceLike | None = None) -> Tensor:
         """A new, writable, compact (C-order) copy."""
+    def copy_unpacked(self) -> Tensor:
+        """A new, writable, compact host copy with one element per byte: sub-byte values padded (IS_SUBBYTE_TYPE_PADDED) and vector lanes split into a trailing axis."""
 
 def from_dlpack(x: object, /, *, device: DeviceLike | None = None, copy: bool | None = None) -> Tensor:
     """Import x (a DLPack producer, a DLPack capsule, or any object with the buffer protocol or __array_interface__) as a dlbridge.Tensor, zero-copy whenever the request allows. copy=True never aliases; copy=False never copies."""

@@ -3,7 +3,8 @@
 What each library can take is data (``TARGETS``), measured against the
 installed versions by ``dlbridge doctor``; the route below only reads it.
 Python decides the route; every copy, re-layout and capsule is made by the C++
-core (``from_dlpack``, ``Tensor.copy``, ``Tensor.__dlpack__``).
+core (``from_dlpack``, ``Tensor.copy``, ``Tensor.copy_unpacked``,
+``Tensor.__dlpack__``, ``Tensor.__array_interface__``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import importlib
 import math
 from typing import Any, Callable
 
+from . import _core
+
 # Element types every DLPack consumer of this table understands.
 STANDARD_DTYPES = frozenset(
     ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -21,6 +24,30 @@ STANDARD_DTYPES = frozenset(
 FLOAT8 = frozenset(
     ["float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu"]
 )
+# The DLPack names ml_dtypes (0.5+) defines NumPy dtypes for, under the same names.
+ML_DTYPES = FLOAT8 | {
+    "bfloat16", "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float6_e2m3fn", "float6_e3m2fn",
+    "float4_e2m1fn", "int4", "uint4", "int2", "uint2", "int1", "uint1",
+}
+
+
+def _numpy_view(tensor, dtype):
+    # NumPy takes the Tensor through __array_interface__ as raw '|V<n>' elements
+    # (its from_dlpack refuses these codes) and the view relabels them without a
+    # copy; the array's base chain keeps the Tensor, so the memory, alive.
+    import numpy
+
+    return numpy.asarray(tensor).view(dtype)
+
+
+@dataclasses.dataclass(frozen=True)
+class Extension:
+    """Dtypes a target holds only through a package that defines them (NumPy through ml_dtypes)."""
+
+    module: str                      # the package; its attribute of each DLPack name is the dtype
+    dtypes: frozenset                # DLPack names of single-lane dtypes
+    one_per_byte: bool               # stores sub-byte values a byte each, vector lanes as a trailing axis
+    hand_over: Callable[[Any, Any], Any]   # (dlbridge.Tensor, the package's dtype) -> the target's array
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,6 +65,7 @@ class Target:
     takes: str = "array"             # "array": calls __dlpack__ itself; "capsule": wants a capsule
     copy_keyword: bool = True        # its from_dlpack takes copy=
     alignment: int = 1               # below this alignment it copies on import
+    extension: Extension | None = None
     note: str = ""
 
 
@@ -46,7 +74,8 @@ TARGETS: dict[str, Target] = {
     for t in (
         Target("numpy", "numpy", "from_dlpack", versioned=True, read_only="honoured", strides="any",
                devices=frozenset({1, 3, 11}), dtypes=STANDARD_DTYPES,
-               note="no bfloat16/FP8 dtypes; host memory only"),
+               extension=Extension("ml_dtypes", ML_DTYPES, one_per_byte=True, hand_over=_numpy_view),
+               note="from_dlpack has no bfloat16/FP8/FP4/int4; host memory only"),
         Target("torch", "torch", "from_dlpack", versioned=True, read_only="ignored", strides="nonnegative",
                devices=frozenset({1, 2, 10}),
                dtypes=(STANDARD_DTYPES | FLOAT8 | {"bfloat16"}) - {"uint16", "uint32", "uint64"},
@@ -79,6 +108,7 @@ class Route:
 
     target: Target
     copy_reason: str | None = None   # why dlbridge made a copy after the import, if it did
+    dtype: Any = None                # the extension's dtype object when the target holds it that way
 
 
 def _dlbridge():
@@ -167,11 +197,16 @@ def plan(tensor, target: Target, copy: bool | None) -> Route:
                     f"The device specification passed to to_dlpack contains an unsupported device type "
                     f"(DLDeviceType: {_device_name(dev)}) for {target.name}, which imports {supported}.",
                     f"Pass device= one of those (e.g. device='cpu') to convert.")
-    if target.dtypes is not None and tensor.dtype.name not in target.dtypes:
-        raise _fail("UnsupportedDTypeError",
-                    f"{target.name} cannot hold dtype {tensor.dtype.name}.",
-                    "Cast in the source library first (e.g. to float32), or choose a target that holds it.")
     reasons = []
+    if target.dtypes is not None and tensor.dtype.name not in target.dtypes:
+        route.dtype = _extension_dtype(tensor, target)
+        if _needs_unpacking(tensor, target.extension):
+            if copy is False:
+                raise _fail("CopyRequiredError",
+                            f"{target.extension.module} stores {tensor.dtype.name} one value per byte, so the "
+                            "packed data must be unpacked into a copy, and copy=False forbids the copy.",
+                            "Pass copy=None to let dlbridge make the one unpacking copy.")
+            reasons.append(f"{target.extension.module} stores sub-byte values and lanes one per byte")
     if not strides_fit(tensor.shape, tensor.strides, target.strides):
         if copy is False:
             raise _fail("LayoutError",
@@ -205,6 +240,36 @@ def plan(tensor, target: Target, copy: bool | None) -> Route:
     return route
 
 
+def _extension_dtype(tensor, target: Target):
+    """The dtype object through which `target` holds `tensor`'s dtype, or raise UnsupportedDTypeError."""
+    dtype = tensor.dtype
+    scalar = _dlbridge().DType((dtype.code, dtype.bits, 1)).name
+    ext = target.extension
+    if ext is None or scalar not in ext.dtypes:
+        raise _fail("UnsupportedDTypeError",
+                    f"{target.name} cannot hold dtype {dtype.name}.",
+                    "Cast in the source library first (e.g. to float32), or choose a target that holds it.")
+    try:
+        module = importlib.import_module(ext.module)
+    except ImportError:
+        raise _fail("UnsupportedDTypeError",
+                    f"{target.name} holds dtype {dtype.name} only through {ext.module}, which is not installed.",
+                    f"pip install {ext.module} (or cast to float32 in the source library first).") from None
+    found = getattr(module, scalar, None)
+    if found is None:
+        raise _fail("UnsupportedDTypeError",
+                    f"The installed {ext.module} has no {scalar}, so {target.name} cannot hold {dtype.name}.",
+                    f"pip install -U {ext.module} (or cast to float32 in the source library first).")
+    return found
+
+
+def _needs_unpacking(tensor, ext: Extension) -> bool:
+    # Padded single-lane sub-byte data is already one value per byte; lanes of
+    # sub-byte values always share bytes, and a trailing lane axis is new layout.
+    packed = tensor.dtype.bits < 8 and not tensor.flags & _core.FLAG_IS_SUBBYTE_TYPE_PADDED
+    return ext.one_per_byte and (tensor.dtype.lanes > 1 or packed)
+
+
 def convert(x, to, /, *, device=None, copy=None):
     """Hand `x` to `to` ("numpy", "torch", "jax", "cupy", "tensorflow", "tvm_ffi", "dlbridge",
     or a module/callable with from_dlpack), zero-copy where the target allows, with the one
@@ -216,6 +281,10 @@ def convert(x, to, /, *, device=None, copy=None):
     if fn is None:
         return tensor
     route = plan(tensor, target, copy)
+    if route.dtype is not None:
+        if route.copy_reason is not None:
+            tensor = tensor.copy_unpacked()
+        return target.extension.hand_over(tensor, route.dtype)
     if route.copy_reason is not None:
         tensor = tensor.copy()
     if target.takes == "capsule":

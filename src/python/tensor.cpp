@@ -3,6 +3,7 @@
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 
+#include <cstring>
 #include <string>
 
 #include <dlbridge/backend/transfer.hpp>
@@ -129,6 +130,67 @@ int tensor_getbuffer(PyObject* self, Py_buffer* view, int flags) {
 
 void tensor_releasebuffer(PyObject*, Py_buffer* view) {
   delete[] static_cast<Py_ssize_t*>(view->internal);
+}
+
+// The __array_interface__ typestr: NumPy's own code for the dtypes the
+// buffer protocol also describes, else opaque bytes of the element's width,
+// which a consumer that knows the dtype (NumPy with ml_dtypes) can view as it.
+std::string array_typestr(DType t) {
+  static const char endian = [] {
+    const uint16_t probe = 1;
+    unsigned char first;
+    std::memcpy(&first, &probe, 1);
+    return first == 1 ? '<' : '>';
+  }();
+  const std::string bytes = std::to_string(t.element_bytes());
+  if (buffer_format(t) == nullptr) return "|V" + bytes;
+  if (t.code == abi::kDLBool) return "|b1";
+  const char kind = t.code == abi::kDLInt    ? 'i'
+                    : t.code == abi::kDLUInt ? 'u'
+                    : t.code == abi::kDLFloat ? 'f'
+                                              : 'c';
+  return std::string(1, t.bits == 8 ? '|' : endian) + kind + bytes;
+}
+
+// Version 3 of NumPy's array interface for host tensors. numpy.asarray tries
+// the buffer protocol first and falls back to this only when the buffer is
+// refused, so it changes nothing for dtypes the buffer protocol describes and
+// reaches the rest (bfloat16, float8, padded sub-byte) as raw elements. The
+// array's base is this Tensor, which keeps the memory alive.
+nb::dict array_interface(const Tensor& t) {
+  const TensorView& v = t.view();
+  if (!is_host_accessible(v.device().type))
+    detail::fail(ErrorCode::device_unavailable,
+                 "__array_interface__ describes host memory, and this tensor's memory on " +
+                     to_string(v.device()) + " is not available to the host.",
+                 "Copy it first: t.copy(device='cpu').");
+  if (v.packed())
+    detail::fail(ErrorCode::unsupported_dtype,
+                 "__array_interface__ cannot describe packed " + dtype_name(v.dtype()) +
+                     " elements, which share bytes.",
+                 "Use dlbridge.convert(x, 'numpy'), or t.copy_unpacked() for one element "
+                 "per byte.");
+  const int64_t itemsize = v.dtype().element_bytes();
+  nb::list shape, strides;
+  for (int32_t d = 0; d < v.ndim(); ++d) {
+    shape.append(v.shape(d));
+    strides.append(v.stride(d) * itemsize);
+  }
+  const std::string typestr = array_typestr(v.dtype());
+  nb::list descr;
+  descr.append(nb::make_tuple("", typestr));
+  nb::dict out;
+  out["shape"] = nb::tuple(shape);
+  out["typestr"] = typestr;
+  out["descr"] = descr;
+  // NumPy reads address 0 as "allocate for me" and then drops the read-only
+  // bit, so a size-0 tensor with NULL data points at a byte no element uses.
+  alignas(16) static const unsigned char nothing[16] = {};
+  const void* data = v.data() != nullptr ? v.data() : nothing;
+  out["data"] = nb::make_tuple(reinterpret_cast<uintptr_t>(data), v.readonly());
+  out["strides"] = nb::tuple(strides);
+  out["version"] = 3;
+  return out;
 }
 
 PyType_Slot tensor_slots[] = {
@@ -307,6 +369,21 @@ void bind_tensor(nb::module_& m) {
              return wrap_tensor(copy_tensor(t, target));
            },
            nb::arg("device") = nb::none(), "A new, writable, compact (C-order) copy.")
+      .def("copy_unpacked",
+           [](const Tensor& t) {
+             ManagedTensor out;
+             {
+               nb::gil_scoped_release unlocked;
+               out = copy_unpacked(t.view());
+             }
+             return wrap_tensor(tensor_from_managed(std::move(out)));
+           },
+           "A new, writable, compact host copy with one element per byte: sub-byte "
+           "values padded (IS_SUBBYTE_TYPE_PADDED) and vector lanes split into a "
+           "trailing axis.")
+      .def_prop_ro("__array_interface__", &array_interface,
+                   "NumPy's array interface (version 3) for host tensors; dtypes without "
+                   "a NumPy type code are '|V<itemsize>'.")
       .def("__repr__", &tensor_repr);
   tensor_type_object = reinterpret_cast<PyTypeObject*>(cls.ptr());
   nb::object dlpack = nb::steal(PyDescr_NewMethod(tensor_type_object, &tensor_dlpack_def));

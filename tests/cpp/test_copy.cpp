@@ -582,3 +582,74 @@ TEST(CopyPlan, ReducesLayoutsToTheCheapestKernel) {
 }
 
 }  // namespace
+
+std::vector<unsigned char> bytes_of(const dlbridge::ManagedTensor& t) {
+  const auto* b = static_cast<const unsigned char*>(t.view().data());
+  return std::vector<unsigned char>(b, b + t.view().nbytes());
+}
+
+TEST(CopyUnpacked, GivesPackedSubByteValuesAByteEach) {
+  // uint4 elements 0..5 are 1..6; strides {1, 2} read them transposed.
+  std::vector<unsigned char> packed{0x21, 0x43, 0x65};
+  const DType u4{dlabi::kDLUInt, 4, 1};
+  auto out = dlbridge::copy_unpacked(TensorView::from_data(packed.data(), u4, {2, 3}, {1, 2}));
+  EXPECT_EQ(out.view().dtype(), u4);
+  EXPECT_TRUE(out.view().is_c_contiguous());
+  EXPECT_EQ(out.flags(), uint64_t(DLBRIDGE_FLAG_IS_COPIED | DLBRIDGE_FLAG_IS_SUBBYTE_TYPE_PADDED));
+  EXPECT_EQ(bytes_of(out), (std::vector<unsigned char>{1, 3, 5, 2, 4, 6}));
+}
+
+TEST(CopyUnpacked, ReadsFP6AcrossByteBoundariesAndPaddedSources) {
+  const uint32_t word = 0x01u | 0x22u << 6 | 0x33u << 12 | 0x3fu << 18;
+  std::vector<unsigned char> packed{uint8_t(word), uint8_t(word >> 8), uint8_t(word >> 16)};
+  const DType fp6{dlabi::kDLFloat6_e2m3fn, 6, 1};
+  EXPECT_EQ(bytes_of(dlbridge::copy_unpacked(TensorView::from_data(packed.data(), fp6, {4}))),
+            (std::vector<unsigned char>{0x01, 0x22, 0x33, 0x3f}));
+  // Every other element: 0x01, 0x33.
+  EXPECT_EQ(bytes_of(dlbridge::copy_unpacked(TensorView::from_data(packed.data(), fp6, {2}, {2}))),
+            (std::vector<unsigned char>{0x01, 0x33}));
+
+  std::vector<unsigned char> padded{9, 8, 7};
+  EXPECT_EQ(bytes_of(dlbridge::copy_unpacked(TensorView::from_data(
+                padded.data() + 2, fp6, {3}, {-1}, {}, DLBRIDGE_FLAG_IS_SUBBYTE_TYPE_PADDED))),
+            (std::vector<unsigned char>{7, 8, 9}));
+}
+
+TEST(CopyUnpacked, SplitsLanesIntoATrailingAxis) {
+  // PyTorch's float4_e2m1fn_x2: two lanes per byte, lane 0 in the low bits.
+  std::vector<unsigned char> x2{0x21, 0x43};
+  auto out = dlbridge::copy_unpacked(
+      TensorView::from_data(x2.data(), DType{dlabi::kDLFloat4_e2m1fn, 4, 2}, {2}));
+  ASSERT_EQ(out.view().ndim(), 2);
+  EXPECT_EQ(out.view().shape(0), 2);
+  EXPECT_EQ(out.view().shape(1), 2);
+  EXPECT_EQ(out.view().dtype(), (DType{dlabi::kDLFloat4_e2m1fn, 4, 1}));
+  EXPECT_EQ(bytes_of(out), (std::vector<unsigned char>{1, 2, 3, 4}));
+
+  // Whole-byte lanes: int16x2, read in reverse.
+  std::vector<int16_t> wide{1, 2, 3, 4, 5, 6};
+  auto lanes = dlbridge::copy_unpacked(
+      TensorView::from_data(wide.data() + 4, DType{dlabi::kDLInt, 16, 2}, {3}, {-1}), 0);
+  EXPECT_EQ(lanes.flags(), 0u);
+  const auto* w = static_cast<const int16_t*>(lanes.view().data());
+  EXPECT_EQ(std::vector<int16_t>(w, w + 6), (std::vector<int16_t>{5, 6, 3, 4, 1, 2}));
+}
+
+void expect_unpack_code(ErrorCode code, const TensorView& src) {
+  try {
+    dlbridge::copy_unpacked(src);
+    ADD_FAILURE() << "no error, expected " << dlbridge::error_code_name(code);
+  } catch (const dlbridge::Error& e) {
+    EXPECT_EQ(e.code(), code) << e.what();
+  }
+}
+
+TEST(CopyUnpacked, Refusals) {
+  std::vector<unsigned char> data(8);
+  // 12-bit lanes neither share bytes nor fill whole ones.
+  expect_unpack_code(ErrorCode::unsupported_dtype,
+                     TensorView::from_data(data.data(), DType{dlabi::kDLInt, 12, 1}, {2}));
+  const dlbridge::Device cuda{dlabi::kDLCUDA, 0};
+  expect_unpack_code(ErrorCode::device_unavailable,
+                     TensorView::from_data(data.data(), DType{dlabi::kDLUInt, 4, 1}, {2}, {}, cuda));
+}

@@ -8,7 +8,7 @@ import torch
 from conftest import check_error
 
 import dlbridge
-from dlbridge.convert import TARGETS, convert as convert_fn, resolve, strides_fit
+from dlbridge.convert import ML_DTYPES, TARGETS, convert as convert_fn, resolve, strides_fit
 
 
 def readonly(a):
@@ -92,12 +92,130 @@ def test_read_only_to_jax_works_because_jax_never_writes():
 
 
 def test_dtype_the_target_cannot_hold_is_refused_with_the_fix():
-    bf16 = torch.ones(3, dtype=torch.bfloat16)
     with pytest.raises(dlbridge.UnsupportedDTypeError) as excinfo:
-        convert_fn(bf16, "numpy")
+        convert_fn(np.zeros(3, dtype=np.uint16), "torch")
     assert "float32" in check_error(excinfo, dlbridge.UnsupportedDTypeError, "unsupported_dtype")
+    bf16 = torch.ones(3, dtype=torch.bfloat16)
     assert convert_fn(bf16, "jax").dtype == jnp.bfloat16
     assert convert_fn(jnp.ones(2, dtype=jnp.bfloat16), "torch").dtype == torch.bfloat16
+
+
+# --- NumPy through ml_dtypes: dtypes numpy.from_dlpack refuses
+
+def as_float32(a):
+    return np.asarray(a).astype(np.float32)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2])
+def test_torch_extension_dtypes_reach_numpy_zero_copy(dtype):
+    import ml_dtypes
+
+    source = torch.tensor([[-3.0, -1.5, 0.0, 0.5], [1.0, 2.0, 448.0, -448.0]]).to(dtype)
+    with pytest.raises(RuntimeError, match="Unsupported dtype"):
+        np.from_dlpack(source)  # the direct path
+    for x in (source, source.T, source[:, ::2]):
+        out = convert_fn(x, "numpy")
+        assert out.dtype == getattr(ml_dtypes, str(dtype).removeprefix("torch."))
+        assert out.ctypes.data == x.data_ptr() and out.strides == tuple(s * x.element_size() for s in x.stride())
+        np.testing.assert_array_equal(as_float32(out), x.float().numpy())
+        assert out.flags.writeable  # PyTorch exports writable memory
+
+
+def test_jax_bfloat16_reaches_numpy_zero_copy():
+    import ml_dtypes
+
+    x = jnp.arange(12, dtype=jnp.float32).reshape(3, 4).astype(jnp.bfloat16)
+    with pytest.raises(RuntimeError, match="Unsupported dtype"):
+        np.from_dlpack(x)
+    out = convert_fn(x, "numpy")
+    assert out.dtype == ml_dtypes.bfloat16 and out.ctypes.data == x.unsafe_buffer_pointer()
+    np.testing.assert_array_equal(as_float32(out), np.arange(12, dtype=np.float32).reshape(3, 4))
+
+
+def test_writes_through_the_numpy_view_reach_the_source():
+    x = torch.zeros(4, dtype=torch.bfloat16)
+    out = convert_fn(x, "numpy")
+    out[1] = 2.5
+    assert x[1].item() == 2.5
+
+
+def test_read_only_extension_data_stays_read_only_in_numpy():
+    import ml_dtypes
+
+    a = readonly(np.array([1.0, -2.0, 0.25], dtype=ml_dtypes.float8_e4m3fn))
+    out = convert_fn(a, "numpy")
+    assert np.shares_memory(out, a) and not out.flags.writeable
+    with pytest.raises(ValueError, match="read-only"):
+        out[0] = 0
+    t = convert_fn(a, "dlbridge")
+    assert t.readonly and not convert_fn(t, "numpy").flags.writeable
+
+
+def test_numpy_view_keeps_the_source_memory_alive():
+    import gc
+
+    x = torch.arange(1000, dtype=torch.float32).to(torch.bfloat16)
+    expected = x.float().numpy().copy()
+    out = convert_fn(x, "numpy")
+    base = out
+    while isinstance(base, np.ndarray):
+        base = base.base
+    assert isinstance(base, dlbridge.Tensor)
+    del x, base
+    gc.collect()
+    # Reuse freed memory so a dangling view would read someone else's values.
+    garbage = [torch.full((1000,), 7.0, dtype=torch.bfloat16) for _ in range(20)]
+    np.testing.assert_array_equal(as_float32(out), expected)
+    del garbage
+
+
+def test_padded_int4_reaches_numpy_zero_copy():
+    import ml_dtypes
+
+    a = np.array([[-8, -1], [0, 7]], dtype=ml_dtypes.int4)
+    t = dlbridge.from_dlpack(a.T)
+    assert t.flags & dlbridge._core.FLAG_IS_SUBBYTE_TYPE_PADDED
+    out = convert_fn(t, "numpy")
+    assert out.dtype == ml_dtypes.int4 and np.shares_memory(out, a)
+    np.testing.assert_array_equal(as_float32(out), as_float32(a.T))
+
+
+def test_packed_fp4_from_torch_is_unpacked_into_one_copy():
+    # PyTorch exports float4_e2m1fn_x2 as (17, 4, 2): two FP4 lanes per byte,
+    # lane 0 in the low bits. ml_dtypes holds one FP4 value per byte, so the
+    # lanes become a trailing axis of 2 in a copy; copy=False must refuse.
+    import ml_dtypes
+
+    raw = torch.randint(0, 256, (17, 4), dtype=torch.uint8)
+    x = raw.view(torch.float4_e2m1fn_x2)
+    assert dlbridge.from_dlpack(x).dtype == (17, 4, 2)
+    out = convert_fn(x, "numpy")
+    assert out.dtype == ml_dtypes.float4_e2m1fn and out.shape == (17, 4, 2)
+    nibbles = np.stack([raw.numpy() & 0xF, raw.numpy() >> 4], axis=-1)
+    np.testing.assert_array_equal(as_float32(out), as_float32(nibbles.view(ml_dtypes.float4_e2m1fn)))
+    assert not np.shares_memory(out, raw.numpy()) and out.flags.writeable
+    with pytest.raises(dlbridge.CopyRequiredError) as excinfo:
+        convert_fn(x, "numpy", copy=False)
+    assert "copy=None" in check_error(excinfo, dlbridge.CopyRequiredError, "copy_required")
+
+
+def test_without_ml_dtypes_numpy_refuses_with_the_fix(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "ml_dtypes", None)  # makes `import ml_dtypes` raise ImportError
+    with pytest.raises(dlbridge.UnsupportedDTypeError) as excinfo:
+        convert_fn(torch.ones(3, dtype=torch.bfloat16), "numpy")
+    message = check_error(excinfo, dlbridge.UnsupportedDTypeError, "unsupported_dtype")
+    assert "ml_dtypes" in excinfo.value.hint and "bfloat16" in message
+    assert convert_fn(torch.ones(3), "numpy").dtype == np.float32  # standard dtypes need no ml_dtypes
+
+
+def test_every_ml_dtypes_name_is_a_dlpack_dtype_and_an_ml_dtypes_type():
+    import ml_dtypes
+
+    for name in ML_DTYPES:
+        assert dlbridge.DType(name).name == name
+        assert np.dtype(getattr(ml_dtypes, name)).itemsize == (dlbridge.DType(name).bits + 7) // 8
 
 
 def test_copy_true_never_aliases():

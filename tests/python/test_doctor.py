@@ -72,10 +72,13 @@ def test_read_only_to_jax_refused_by_numpy_and_done_by_dlbridge(report):
     assert result(report, "dlbridge", "jax", "read-only")["error"]["code"] == "read_only"
 
 
-def test_dtype_refusals_carry_a_code_through_dlbridge(report):
-    assert result(report, "torch", "numpy", "bfloat16")["status"] == "fails"
-    via = result(report, "torch", "numpy", "bfloat16", "dlbridge")
-    assert via["error"]["code"] == "unsupported_dtype"
+def test_bfloat16_to_numpy_fails_directly_and_convert_shares_it_through_ml_dtypes(report):
+    for producer in ("torch", "jax"):
+        direct = result(report, producer, "numpy", "bfloat16")
+        assert direct["status"] == "fails" and "Unsupported dtype" in direct["error"]["message"]
+        assert result(report, producer, "numpy", "bfloat16", "dlbridge")["status"] == "zero-copy"
+        assert "bfloat16" in pair(report, producer, "numpy")["fixed_by_dlbridge"]
+    assert "✓ torch -> numpy bfloat16" in render_text.render(report, color=False)
     # JAX copies unaligned data itself, so either is a success here.
     assert result(report, "torch", "jax", "bfloat16", "dlbridge")["status"] in ("zero-copy", "copy")
 

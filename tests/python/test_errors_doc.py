@@ -77,7 +77,7 @@ TRIGGERS = {
     "unsupported_device_type#name": lambda: dlbridge.to_dlpack(np.arange(3.0), dl_device=(7, 0)),
     "device_unavailable": lambda: dlbridge.to_dlpack(np.arange(3.0), dl_device=(2, 0)),
     "unsupported_dtype#buffer": lambda: memoryview(dlbridge.from_dlpack(torch.zeros(2, dtype=torch.bfloat16))),
-    "unsupported_dtype#convert": lambda: dlbridge.convert(torch.zeros(2, dtype=torch.bfloat16), "numpy"),
+    "unsupported_dtype#convert": lambda: dlbridge.convert(np.zeros(2, dtype=np.uint16), "torch"),
     "unsupported_layout": lambda: dlbridge.convert(np.arange(6.0)[::-1], "jax", copy=False),
     "read_only#legacy": lambda: dlbridge.to_dlpack(_readonly_numpy()),
     "read_only#convert": lambda: dlbridge.convert(_readonly_numpy(), "torch"),

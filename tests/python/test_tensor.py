@@ -237,3 +237,86 @@ def test_copy_of_padded_subbyte_tensor_keeps_values():
     c = t.copy()
     assert c.dtype == "float4_e2m1fn" and c.shape == (3,)
     assert not c.readonly
+
+
+# --- __array_interface__ and copy_unpacked
+
+def packed(dtype, shape, strides, data: bytes, byte_offset=0):
+    """A writable tensor over a copy of `data` (no library exports packed sub-byte data from Python)."""
+    t = dlbridge.from_dlpack(_testing.make_capsule(shape=shape, strides=strides, dtype=dtype,
+                                                   data_bytes=len(data), byte_offset=byte_offset))
+    ctypes.memmove(t.data_ptr - byte_offset, data, len(data))
+    return t
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int8", "int16", "int64", "uint8", "uint32", "float16",
+                                   "float32", "float64", "complex64", "complex128"])
+def test_array_interface_typestr_is_numpys_for_standard_dtypes(dtype):
+    a = np.zeros((2, 3), dtype=dtype)[:, ::-2]
+    t = dlbridge.from_dlpack(a)
+    ai = t.__array_interface__
+    assert np.dtype(ai["typestr"]) == a.dtype and ai["descr"] == [("", ai["typestr"])]
+    assert ai["shape"] == a.shape and ai["strides"] == a.strides
+    assert ai["data"] == (a.__array_interface__["data"][0], False) and ai["version"] == 3
+
+
+def test_numpy_prefers_the_buffer_protocol_where_it_describes_the_dtype():
+    # numpy.asarray asks for a buffer first and reads __array_interface__ only
+    # when that is refused, so standard dtypes keep the exact buffer route.
+    a = readonly_array(np.arange(12.0).reshape(3, 4))
+    t = dlbridge.from_dlpack(a[::-1, 1:])
+    b = np.asarray(t)
+    assert type(b.base) is memoryview and b.base.obj is t
+    assert np.shares_memory(a, b) and not b.flags.writeable
+    np.testing.assert_array_equal(b, a[::-1, 1:])
+
+
+def test_numpy_reads_other_dtypes_through_the_array_interface_as_raw_elements():
+    import ml_dtypes
+
+    a = readonly_array(np.arange(8, dtype=np.float32).reshape(2, 4).astype(ml_dtypes.bfloat16))
+    t = dlbridge.from_dlpack(a[:, ::-1])
+    assert t.__array_interface__["typestr"] == "|V2"
+    b = np.asarray(t)
+    assert b.dtype == np.dtype("V2") and b.base is t and not b.flags.writeable
+    assert b.ctypes.data == t.data_ptr and b.strides == a[:, ::-1].strides
+    np.testing.assert_array_equal(b.view(ml_dtypes.bfloat16).astype(np.float32), a[:, ::-1].astype(np.float32))
+
+
+def test_array_interface_refuses_packed_and_device_memory():
+    with pytest.raises(dlbridge.UnsupportedDTypeError) as info:
+        np.asarray(packed((0, 4, 1), [4], None, b"\x21\x43"))
+    assert "copy_unpacked" in check_error(info, dlbridge.UnsupportedDTypeError, "unsupported_dtype")
+    cuda = dlbridge.from_dlpack(_testing.make_capsule(device=(2, 0)))
+    with pytest.raises(dlbridge.DeviceUnavailableError) as info:
+        np.asarray(cuda)
+    check_error(info, dlbridge.DeviceUnavailableError, "device_unavailable")
+
+
+def test_copy_unpacked_gives_packed_subbyte_values_a_byte_each():
+    # Elements 0..5 of packed uint4 are 1..6; strides (1, 2) read them transposed.
+    t = packed((1, 4, 1), [2, 3], [1, 2], b"\x21\x43\x65")
+    u = t.copy_unpacked()
+    assert u.dtype == "uint4" and u.shape == (2, 3) and u.flags & 4 and not u.readonly
+    assert np.asarray(u).view(np.uint8).tolist() == [[1, 3, 5], [2, 4, 6]]
+    # Signed values stay in the low bits, zero-extended, which is how ml_dtypes stores int4.
+    s = packed((0, 4, 1), [2], None, b"\xf8").copy_unpacked()
+    assert np.asarray(s).view(np.uint8).tolist() == [8, 15]
+
+
+def test_copy_unpacked_splits_lanes_into_a_trailing_axis():
+    # Reversed from the last byte: elements 2, 1, 0, lane 0 in the low bits.
+    t = packed((17, 4, 2), [3], [-1], b"\x21\x43\x65", byte_offset=2)
+    u = t.copy_unpacked()
+    assert u.dtype == "float4_e2m1fn" and u.shape == (3, 2)
+    assert np.asarray(u).view(np.uint8).tolist() == [[5, 6], [3, 4], [1, 2]]
+    wide = packed((2, 32, 4), [2], None, np.arange(8, dtype=np.float32).tobytes()).copy_unpacked()
+    assert wide.dtype == "float32" and not wide.flags & 4
+    np.testing.assert_array_equal(np.asarray(wide), np.arange(8, dtype=np.float32).reshape(2, 4))
+
+
+def test_array_interface_of_empty_null_data_keeps_read_only():
+    t = dlbridge.from_dlpack(_testing.make_capsule(shape=[0, 3], dtype=(4, 16, 1), null_data=True, flags=1))
+    assert t.data_ptr == 0
+    b = np.asarray(t)
+    assert b.shape == (0, 3) and not b.flags.writeable and b.base is t
