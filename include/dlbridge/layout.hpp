@@ -44,7 +44,7 @@ class SmallDims {
     if (this == &other) return *this;
     size_ = other.size_;
     heap_ = std::move(other.heap_);
-    if (!heap_) std::memcpy(inline_, other.inline_, sizeof(inline_));
+    if (!heap_ && size_ > 0) std::memcpy(inline_, other.inline_, sizeof(int64_t) * size_t(size_));
     other.size_ = 0;
     return *this;
   }
@@ -69,7 +69,8 @@ class SmallDims {
 
  private:
   int32_t size_ = 0;
-  int64_t inline_[inline_capacity] = {};
+  // Left uninitialised: only the first size_ entries are ever read.
+  int64_t inline_[inline_capacity];
   std::unique_ptr<int64_t[]> heap_;
 };
 

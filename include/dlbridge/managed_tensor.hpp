@@ -109,7 +109,7 @@ class ManagedTensor {
                        "." + std::to_string(DLBRIDGE_DLPACK_MINOR) +
                        " does not define.",
                    "Ask the producer for max_version=(1, 3).");
-    out.view_ = TensorView::from_dltensor(m->dl_tensor, m->flags, policy);
+    out.view_.assign(m->dl_tensor, m->flags, policy);
     return out;
   }
 
@@ -124,7 +124,7 @@ class ManagedTensor {
     ManagedTensor out;
     out.legacy_ = m;
     out.legacy_flags_ = assumed_flags;
-    out.view_ = TensorView::from_dltensor(m->dl_tensor, assumed_flags, policy);
+    out.view_.assign(m->dl_tensor, assumed_flags, policy);
     return out;
   }
 

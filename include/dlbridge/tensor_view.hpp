@@ -36,11 +36,18 @@ class TensorView {
   static TensorView from_dltensor(const abi::DLTensor& t, uint64_t flags = 0,
                                   const ImportPolicy& policy = {}) {
     TensorView view;
-    view.read_header(t, flags);
-    view.read_dims(t);
-    view.check_memory();
-    view.check(policy);
+    view.assign(t, flags, policy);
     return view;
+  }
+
+  // from_dltensor into an existing view, which saves a move where views
+  // live inside other objects (ManagedTensor); on failure *this is left
+  // in an unspecified but destructible state.
+  void assign(const abi::DLTensor& t, uint64_t flags = 0, const ImportPolicy& policy = {}) {
+    read_header(t, flags);
+    read_dims(t);
+    check_memory();
+    check(policy);
   }
 
   // A view of C++-owned memory. Empty strides mean compact row-major.

@@ -171,13 +171,16 @@ ManagedTensor import_dlpack_once(nb::handle x, ProducerType& known,
 ManagedTensor import_dlpack(nb::handle x, ProducerType& known, ExchangeRequest request) {
   if (known.serves_devices && request.stream.is_none()) request.stream = stream_for_producer(x);
   ManagedTensor managed = import_dlpack_once(x, known, request);
-  if (!request.stream.is_none()) return managed;
-  nb::object stream = default_stream_for(managed.view().device().type);
-  if (stream.is_none()) return managed;
-  known.serves_devices = true;
-  managed.reset();
-  request.stream = stream;
-  return import_dlpack_once(x, known, request);
+  if (request.stream.is_none()) {
+    nb::object stream = default_stream_for(managed.view().device().type);
+    if (!stream.is_none()) {
+      known.serves_devices = true;
+      managed.reset();
+      request.stream = stream;
+      managed = import_dlpack_once(x, known, request);
+    }
+  }
+  return managed;  // one named result: returned without a move
 }
 
 [[noreturn]] void unsupported_format(const std::string& what) {
@@ -355,6 +358,13 @@ std::optional<Tensor> import_extension_dtype(nb::handle x) {
   return import_array_interface(x, interface, parsed);
 }
 
+Tensor import_from_producer(nb::handle x, ProducerType& known, const ExchangeRequest& request) {
+  ManagedTensor managed = import_dlpack(x, known, request);
+  const bool copied = (managed.flags() & DLBRIDGE_FLAG_IS_COPIED) != 0;
+  if (!request.device && !request.copy) return tensor_from_managed(std::move(managed));
+  return finish_import(tensor_from_managed(std::move(managed)), request, copied);
+}
+
 }  // namespace
 
 Tensor import_object(nb::handle x, const ExchangeRequest& request) {
@@ -364,19 +374,14 @@ Tensor import_object(nb::handle x, const ExchangeRequest& request) {
   ProducerType* known = known_producer(Py_TYPE(x.ptr()));
   if (known == nullptr && nb::hasattr(x, "__dlpack__")) known = &learn_producer(Py_TYPE(x.ptr()));
   if (known != nullptr) {
-    std::optional<ManagedTensor> imported;
     try {
-      imported = import_dlpack(x, *known, request);
+      return import_from_producer(x, *known, request);
     } catch (nb::python_error& e) {
       if (!e.matches(PyExc_BufferError)) throw;
       std::optional<Tensor> fallback = import_extension_dtype(x);
       if (!fallback) throw;
       return finish_import(std::move(*fallback), request, false);
     }
-    ManagedTensor managed = std::move(*imported);
-    const bool copied = (managed.flags() & DLBRIDGE_FLAG_IS_COPIED) != 0;
-    if (!request.device && !request.copy) return tensor_from_managed(std::move(managed));
-    return finish_import(tensor_from_managed(std::move(managed)), request, copied);
   }
   if (PyObject_CheckBuffer(x.ptr())) return finish_import(import_buffer(x), request, false);
   nb::object interface = nb::getattr(x, "__array_interface__", nb::none());
