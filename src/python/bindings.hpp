@@ -10,6 +10,8 @@
 
 #include <memory>
 #include <optional>
+#include <string>
+#include <vector>
 
 namespace dlbridge::python {
 
@@ -60,6 +62,8 @@ DType dtype_from_python(nb::handle value);
 std::optional<abi::DLPackVersion> max_version_from_python(nb::handle value);
 std::optional<Device> dl_device_from_python(nb::handle value);
 std::optional<bool> copy_from_python(nb::handle value);
+// A tuple or list of ints; what names it in the TypeError otherwise.
+std::vector<int64_t> ints_from_python(nb::handle value, const std::string& what);
 nb::object device_type_to_python(DeviceType type);
 
 // --- capsule.cpp
@@ -83,6 +87,12 @@ Tensor tensor_from_managed(ManagedTensor managed);
 // (a DLPack stream value; absent: the device's default stream).
 Tensor copy_tensor(const Tensor& source, Device target, StreamArg consumer_stream = {});
 nb::object export_capsule(const Tensor& tensor, const ExchangeRequest& request);
+
+// --- host_views.cpp
+// Py_bf_getbuffer / Py_bf_releasebuffer for dlbridge.Tensor.
+extern PyType_Slot tensor_buffer_slots[];
+// NumPy's array interface (version 3) of a host tensor.
+nb::dict array_interface(const Tensor& t);
 
 // --- import.cpp
 Tensor import_object(nb::handle x, const ExchangeRequest& request);

@@ -4,6 +4,7 @@
 #include <nanobind/stl/string.h>
 
 #include <string>
+#include <vector>
 
 #include "bindings.hpp"
 
@@ -55,6 +56,15 @@ std::string normalise_dtype_name(std::string name) {
 }
 
 }  // namespace
+
+std::vector<int64_t> ints_from_python(nb::handle value, const std::string& what) {
+  if (!PyTuple_Check(value.ptr()) && !PyList_Check(value.ptr()))
+    throw nb::type_error((what + " must be a tuple of ints, got " +
+                          nb::inst_name(value).c_str() + ".").c_str());
+  std::vector<int64_t> out;
+  for (nb::handle item : nb::borrow<nb::sequence>(value)) out.push_back(int_from(item, what.c_str()));
+  return out;
+}
 
 nb::object device_type_to_python(DeviceType type) {
   if (!is_known_device_type(type)) return nb::int_(int32_t(type));

@@ -1,0 +1,185 @@
+// The buffer protocol and the array interfaces as dlbridge tensors: the
+// memory stays where it is, owned by the object that described it.
+#include <nanobind/stl/string.h>
+
+#include <string>
+
+#include "array_like.hpp"
+
+namespace dlbridge::python {
+
+namespace {
+
+// Keeps a Python object alive for as long as a tensor borrows its memory.
+// The last reference may drop on any thread, or during shutdown, when
+// touching Python is no longer allowed.
+struct PythonOwner {
+  PyObject* object;
+  Py_buffer buffer{};
+  bool has_buffer = false;
+
+  ~PythonOwner() {
+    if (!Py_IsInitialized() || python_is_finalizing()) return;
+    PyGILState_STATE state = PyGILState_Ensure();
+    if (has_buffer) PyBuffer_Release(&buffer);
+    Py_XDECREF(object);
+    PyGILState_Release(state);
+  }
+};
+
+[[noreturn]] void unsupported_format(const std::string& what) {
+  detail::fail(ErrorCode::unsupported_dtype,
+               "dlbridge cannot represent the element type " + what + " in DLPack.",
+               "Convert the data to a standard numeric dtype first.");
+}
+
+// A struct-module format with one element ("<f", "=q", "Zd") as a DType.
+DType dtype_from_buffer_format(const char* format, int64_t itemsize) {
+  std::string f = format ? format : "B";
+  if (!f.empty() && (f[0] == '@' || f[0] == '=' || f[0] == '<')) f = f.substr(1);
+  else if (!f.empty() && (f[0] == '>' || f[0] == '!'))
+    unsupported_format("'" + f + "' (big-endian)");
+  const auto bits = uint8_t(itemsize * 8);
+  if (f == "?") return DType{abi::kDLBool, 8, 1};
+  if (f == "b" || f == "h" || f == "i" || f == "l" || f == "q" || f == "n")
+    return DType{abi::kDLInt, bits, 1};
+  if (f == "B" || f == "H" || f == "I" || f == "L" || f == "Q" || f == "N" || f == "c")
+    return DType{abi::kDLUInt, bits, 1};
+  if (f == "e" || f == "f" || f == "d") return DType{abi::kDLFloat, bits, 1};
+  if (f == "Zf" || f == "Zd") return DType{abi::kDLComplex, bits, 1};
+  unsupported_format("'" + f + "' (buffer format)");
+}
+
+// "<f4", "|b1", "<c8" as a DType.
+DType dtype_from_typestr(const std::string& typestr) {
+  if (typestr.size() < 3) unsupported_format("'" + typestr + "'");
+  const char order = typestr[0], kind = typestr[1];
+  if (order == '>') unsupported_format("'" + typestr + "' (big-endian)");
+  int64_t itemsize = 0;
+  for (size_t i = 2; i < typestr.size(); ++i) {
+    if (typestr[i] < '0' || typestr[i] > '9' || itemsize > 1024)
+      unsupported_format("'" + typestr + "'");
+    itemsize = itemsize * 10 + (typestr[i] - '0');
+  }
+  const auto bits = uint8_t(itemsize * 8);
+  if (itemsize <= 0 || itemsize > 16) unsupported_format("'" + typestr + "'");
+  switch (kind) {
+    case 'b':
+      if (itemsize != 1) unsupported_format("'" + typestr + "'");
+      return DType{abi::kDLBool, 8, 1};
+    case 'i': return DType{abi::kDLInt, bits, 1};
+    case 'u': return DType{abi::kDLUInt, bits, 1};
+    case 'f': return DType{abi::kDLFloat, bits, 1};
+    case 'c': return DType{abi::kDLComplex, bits, 1};
+  }
+  unsupported_format("'" + typestr + "'");
+}
+
+std::vector<int64_t> element_strides(const std::vector<int64_t>& byte_strides, int64_t itemsize) {
+  std::vector<int64_t> out;
+  for (int64_t s : byte_strides) {
+    if (s % itemsize != 0)
+      detail::fail(ErrorCode::unsupported_layout,
+                   "A byte stride of " + std::to_string(s) +
+                       " is not a multiple of the item size " + std::to_string(itemsize) +
+                       "; DLPack counts strides in elements.",
+                   "Copy the data into a regular array first.");
+    out.push_back(s / itemsize);
+  }
+  return out;
+}
+
+Tensor tensor_over(std::shared_ptr<PythonOwner> owner, void* data, DType dtype,
+                   const std::vector<int64_t>& shape, const std::vector<int64_t>& strides,
+                   Device device, uint64_t flags) {
+  TensorView view = TensorView::from_data(data, dtype, shape, strides, device, flags);
+  return tensor_from_managed(ManagedTensor::adopt(make_versioned(view, std::move(owner), flags)));
+}
+
+}  // namespace
+
+ArrayInterface read_array_interface(nb::handle interface, const char* name,
+                                    std::optional<DType> dtype_override) {
+  if (!PyDict_Check(interface.ptr()))
+    throw nb::type_error((std::string(name) + " must be a dict.").c_str());
+  nb::dict d = nb::borrow<nb::dict>(interface);
+  if (!d.contains("shape") || !d.contains("typestr") || !d.contains("data") || d["data"].is_none())
+    throw nb::type_error(
+        (std::string(name) + " needs 'shape', 'typestr' and a 'data' tuple.").c_str());
+  nb::handle data = d["data"];
+  if (!PyTuple_Check(data.ptr()) || PyTuple_GET_SIZE(data.ptr()) != 2)
+    throw nb::type_error((std::string(name) + " 'data' must be a (pointer, read_only) tuple.").c_str());
+  ArrayInterface out;
+  const std::string typestr = nb::cast<std::string>(d["typestr"]);
+  if (dtype_override) {
+    out.dtype = *dtype_override;
+    // ml_dtypes describes its types as opaque bytes, or as 'f' for some
+    // float8 types; only the item size has to agree.
+    if (typestr.size() < 3 || (typestr[1] != 'V' && typestr[1] != 'f') ||
+        typestr.substr(2) != std::to_string(out.dtype.element_bytes()))
+      unsupported_format("'" + typestr + "' as " + dtype_name(out.dtype));
+    // A sub-byte type with one element per byte (ml_dtypes' float4/float6).
+    if (out.dtype.is_subbyte()) out.flags = DLBRIDGE_FLAG_IS_SUBBYTE_TYPE_PADDED;
+  } else {
+    out.dtype = dtype_from_typestr(typestr);
+  }
+  out.address = nb::cast<uintptr_t>(nb::borrow<nb::tuple>(data)[0]);
+  out.readonly = nb::cast<bool>(nb::borrow<nb::tuple>(data)[1]);
+  if (out.readonly) out.flags |= DLBRIDGE_FLAG_READ_ONLY;
+  out.shape = ints_from_python(d["shape"], std::string(name) + " 'shape'");
+  if (d.contains("strides") && !d["strides"].is_none())
+    out.strides = element_strides(ints_from_python(d["strides"], std::string(name) + " 'strides'"),
+                                  int64_t(out.dtype.element_bytes()));
+  return out;
+}
+
+Tensor tensor_over_object(nb::handle x, const ArrayInterface& fields, Device device) {
+  auto owner = std::make_shared<PythonOwner>();
+  owner->object = nb::borrow(x).release().ptr();
+  return tensor_over(std::move(owner), reinterpret_cast<void*>(fields.address), fields.dtype,
+                     fields.shape, fields.strides, device, fields.flags);
+}
+
+Tensor import_buffer(nb::handle x) {
+  auto owner = std::make_shared<PythonOwner>();
+  if (PyObject_GetBuffer(x.ptr(), &owner->buffer, PyBUF_RECORDS_RO) != 0) throw nb::python_error();
+  owner->has_buffer = true;
+  const Py_buffer& b = owner->buffer;
+  DType dtype = dtype_from_buffer_format(b.format, b.itemsize);
+  if (int64_t(dtype.element_bytes()) != b.itemsize)
+    unsupported_format(std::string("'") + (b.format ? b.format : "B") + "' of itemsize " +
+                       std::to_string(b.itemsize));
+  std::vector<int64_t> shape(b.shape, b.shape + b.ndim), byte_strides;
+  if (b.strides) byte_strides.assign(b.strides, b.strides + b.ndim);
+  return tensor_over(owner, b.buf, dtype, shape, element_strides(byte_strides, b.itemsize),
+                     Device{}, b.readonly ? DLBRIDGE_FLAG_READ_ONLY : 0);
+}
+
+Tensor import_array_interface(nb::handle x, nb::handle interface) {
+  return tensor_over_object(x, read_array_interface(interface, "__array_interface__"), Device{});
+}
+
+// NumPy exports only its built-in dtypes through DLPack. An array of an
+// extension dtype (ml_dtypes' bfloat16 and float8 types) still names its
+// dtype, and its memory is described by __array_interface__.
+std::optional<Tensor> import_extension_dtype(nb::handle x) {
+  nb::object interface = nb::getattr(x, "__array_interface__", nb::none());
+  nb::object dtype = nb::getattr(x, "dtype", nb::none());
+  if (interface.is_none() || dtype.is_none()) return std::nullopt;
+  std::optional<DType> parsed;
+  try {
+    parsed = dtype_from_python(dtype);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  const bool numpy_exports_it = !parsed->is_subbyte() &&
+                                (parsed->code == abi::kDLInt || parsed->code == abi::kDLUInt ||
+                                 parsed->code == abi::kDLFloat || parsed->code == abi::kDLComplex ||
+                                 parsed->code == abi::kDLBool);
+  if (numpy_exports_it) return std::nullopt;  // refused for another reason: keep that error
+  return tensor_over_object(x, read_array_interface(interface, "__array_interface__", parsed),
+                            Device{});
+}
+
+
+}  // namespace dlbridge::python

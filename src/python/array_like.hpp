@@ -1,0 +1,38 @@
+// Readers for objects that describe their memory without DLPack: the buffer
+// protocol, __array_interface__ and __cuda_array_interface__.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "bindings.hpp"
+
+namespace dlbridge::python {
+
+// What every array interface (host or CUDA, version 3) says, read and
+// checked; strides are in elements, empty for C order.
+struct ArrayInterface {
+  DType dtype;
+  std::vector<int64_t> shape;
+  std::vector<int64_t> strides;
+  uintptr_t address = 0;
+  bool readonly = false;
+  uint64_t flags = 0;  // IS_SUBBYTE_TYPE_PADDED for one-per-byte sub-byte types
+};
+
+// name is the attribute, for messages. dtype_override replaces the typestr
+// for extension dtypes that it can only call opaque bytes ("<V2").
+ArrayInterface read_array_interface(nb::handle interface, const char* name,
+                                    std::optional<DType> dtype_override = std::nullopt);
+
+// A tensor over memory that x owns, on device; x stays alive while any
+// view or export of the tensor does.
+Tensor tensor_over_object(nb::handle x, const ArrayInterface& fields, Device device);
+
+Tensor import_buffer(nb::handle x);
+Tensor import_array_interface(nb::handle x, nb::handle interface);
+// NumPy arrays of ml_dtypes types, which NumPy refuses to export through
+// DLPack; std::nullopt when x is not one.
+std::optional<Tensor> import_extension_dtype(nb::handle x);
+
+}  // namespace dlbridge::python

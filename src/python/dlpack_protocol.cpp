@@ -1,0 +1,179 @@
+// The consumer side of the DLPack Python protocol: ask max_version=(1, 3),
+// fall back to fewer keywords for old producers (once per type), prefer a
+// producer type's C exchange API, and pass streams for device memory.
+#include <nanobind/stl/string.h>
+
+#include <unordered_map>
+
+#include "dlpack_protocol.hpp"
+
+namespace dlbridge::python {
+
+// How much of the DLPack keyword protocol a producer type accepts, learnt
+// from the first call and remembered: probing by TypeError on every call
+// would cost microseconds each time.
+namespace {
+
+enum class ProtocolLevel : uint8_t { unknown, max_version_only, no_keywords };
+
+}  // namespace
+
+// What dlbridge has learnt about one producer type.
+struct ProducerType {
+  nb::object type;  // a strong reference keeps the address from being reused
+  const abi::DLPackExchangeAPI* api = nullptr;  // its C exchange API, if any
+  ProtocolLevel level = ProtocolLevel::unknown;
+  // Has delivered device memory: from then on __dlpack_device__ is asked
+  // first so that a stream can be passed. CPU-only types never pay for it.
+  bool serves_devices = false;
+};
+
+namespace {
+
+// The stream dlbridge asks a producer to make data ready on: the family's
+// default, which every blocking stream is ordered after. None for host
+// memory, where the spec gives streams no meaning.
+nb::object default_stream_for(DeviceType type) {
+  switch (type) {
+    case abi::kDLCUDA:
+    case abi::kDLCUDAManaged: return nb::int_(1);  // legacy default stream
+    case abi::kDLROCM: return nb::int_(0);         // ROCm's default stream
+    default: return nb::none();
+  }
+}
+
+nb::object stream_for_producer(nb::handle x) {
+  nb::tuple device = nb::borrow<nb::tuple>(x.attr("__dlpack_device__")());
+  return default_stream_for(DeviceType(nb::cast<int32_t>(device[0])));
+}
+
+// Only types with __dlpack__ are entered, so a hit also answers "is this a
+// DLPack producer" without an attribute lookup.
+std::unordered_map<PyTypeObject*, ProducerType>& producer_types() {
+  static auto* cache = new std::unordered_map<PyTypeObject*, ProducerType>();
+  return *cache;
+}
+
+ProducerType* known_producer(PyTypeObject* type) {
+  auto& cache = producer_types();
+  auto found = cache.find(type);
+  return found == cache.end() ? nullptr : &found->second;
+}
+
+ProducerType& learn_producer(PyTypeObject* type) {
+  ProducerType entry;
+  entry.type = nb::borrow(reinterpret_cast<PyObject*>(type));
+  entry.api = find_exchange_api(type);
+  return producer_types().emplace(type, std::move(entry)).first->second;
+}
+
+// x.__dlpack__(max_version=(1, 3)) through vectorcall with interned names:
+// the common call builds no dict and no tuple.
+nb::object call_dlpack_max_version(nb::handle x, nb::handle stream) {
+  static PyObject* method = PyUnicode_InternFromString("__dlpack__");
+  static PyObject* version =
+      nb::make_tuple(DLBRIDGE_DLPACK_MAJOR, DLBRIDGE_DLPACK_MINOR).release().ptr();
+  static PyObject* names_version = nb::make_tuple("max_version").release().ptr();
+  static PyObject* names_version_stream = nb::make_tuple("max_version", "stream").release().ptr();
+  const bool with_stream = !stream.is_none();
+  PyObject* args[] = {x.ptr(), version, stream.ptr()};
+  PyObject* result = PyObject_VectorcallMethod(
+      method, args, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET,
+      with_stream ? names_version_stream : names_version);
+  if (result == nullptr) throw nb::python_error();
+  return nb::steal(result);
+}
+
+// The first call to a type's __dlpack__, with every keyword the request
+// needs; a TypeError walks down to fewer keywords.
+nb::object call_dlpack_probing(nb::handle x, ProducerType& known, const ExchangeRequest& request) {
+  if (request.device || request.copy == false) {
+    nb::dict kwargs;
+    kwargs["max_version"] = nb::make_tuple(DLBRIDGE_DLPACK_MAJOR, DLBRIDGE_DLPACK_MINOR);
+    if (!request.stream.is_none()) kwargs["stream"] = request.stream;
+    if (request.device)
+      kwargs["dl_device"] = nb::make_tuple(int32_t(request.device->type), request.device->id);
+    // copy=True is not forwarded: dlbridge copies itself, so that "never
+    // aliases" holds even for producers that ignore the keyword.
+    if (request.copy == false) kwargs["copy"] = false;
+    try {
+      return x.attr("__dlpack__")(**kwargs);
+    } catch (nb::python_error& e) {
+      // A TypeError may be about the device rather than the keyword, so it
+      // teaches nothing to remember. A BufferError is the producer saying
+      // it cannot serve dl_device or copy=False itself: dlbridge then takes
+      // the data as it is and moves it, or refuses with its own coded error
+      // (finish_import), instead of passing on an uncoded one.
+      if (!e.matches(PyExc_TypeError) && !e.matches(PyExc_BufferError)) throw;
+    }
+  }
+  if (known.level != ProtocolLevel::no_keywords) {
+    try {
+      nb::object capsule = call_dlpack_max_version(x, request.stream);
+      known.level = ProtocolLevel::max_version_only;
+      return capsule;
+    } catch (nb::python_error& e) {
+      if (!e.matches(PyExc_TypeError) || known.level == ProtocolLevel::max_version_only) throw;
+    }
+  }
+  nb::object capsule = x.attr("__dlpack__")();
+  known.level = ProtocolLevel::no_keywords;
+  return capsule;
+}
+
+// Through the producer's C exchange API when it has one and the request is
+// plain; std::nullopt sends the caller to __dlpack__. Non-host results go
+// back: the _no_sync entry leaves stream ordering to the caller, and
+// __dlpack__ lets the producer do it.
+std::optional<ManagedTensor> import_exchange_api(nb::handle x, const ProducerType& known,
+                                                 const ExchangeRequest& request) {
+  if (known.api == nullptr || request.device || request.copy == false) return std::nullopt;
+  abi::DLManagedTensorVersioned* out = nullptr;
+  if (known.api->managed_tensor_from_py_object_no_sync(x.ptr(), &out) != 0) {
+    if (PyErr_Occurred()) throw nb::python_error();
+    detail::fail(ErrorCode::invalid_tensor,
+                 "The producer's C exchange API failed without saying why.",
+                 "Report it to the producing library.");
+  }
+  ManagedTensor managed = ManagedTensor::adopt(out);
+  if (!is_host_accessible(managed.view().device().type)) return std::nullopt;
+  return managed;
+}
+
+ManagedTensor import_dlpack_once(nb::handle x, ProducerType& known,
+                                const ExchangeRequest& request) {
+  if (auto managed = import_exchange_api(x, known, request)) return std::move(*managed);
+  if (known.level == ProtocolLevel::max_version_only && !request.device && request.copy != false)
+    return consume_capsule(call_dlpack_max_version(x, request.stream));
+  if (known.level == ProtocolLevel::no_keywords) return consume_capsule(x.attr("__dlpack__")());
+  return consume_capsule(call_dlpack_probing(x, known, request));
+}
+
+}  // namespace
+
+ProducerType* find_producer(nb::handle x) {
+  ProducerType* known = known_producer(Py_TYPE(x.ptr()));
+  if (known == nullptr && nb::hasattr(x, "__dlpack__")) known = &learn_producer(Py_TYPE(x.ptr()));
+  return known;
+}
+
+// A producer asked without a stream may hand over device memory whose
+// writes are still queued; such a tensor is dropped and asked for again
+// with the device's default stream (once per type: the type is marked).
+ManagedTensor import_dlpack(nb::handle x, ProducerType& known, ExchangeRequest request) {
+  if (known.serves_devices && request.stream.is_none()) request.stream = stream_for_producer(x);
+  ManagedTensor managed = import_dlpack_once(x, known, request);
+  if (request.stream.is_none()) {
+    nb::object stream = default_stream_for(managed.view().device().type);
+    if (!stream.is_none()) {
+      known.serves_devices = true;
+      managed.reset();
+      request.stream = stream;
+      managed = import_dlpack_once(x, known, request);
+    }
+  }
+  return managed;  // one named result: returned without a move
+}
+
+
+}  // namespace dlbridge::python

@@ -1,0 +1,19 @@
+// Calling a producer's __dlpack__ (or its C exchange API) the way it
+// understands, learnt once per producer type.
+#pragma once
+
+#include "bindings.hpp"
+
+namespace dlbridge::python {
+
+struct ProducerType;
+
+// What dlbridge knows of x's type, learnt now if new; NULL when x has no
+// __dlpack__ at all.
+ProducerType* find_producer(nb::handle x);
+
+// The tensor x exports for request, owned and validated. Producers of
+// device memory are given their family's default stream.
+ManagedTensor import_dlpack(nb::handle x, ProducerType& known, ExchangeRequest request);
+
+}  // namespace dlbridge::python
