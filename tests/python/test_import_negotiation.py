@@ -81,3 +81,16 @@ def test_the_array_is_positional_only(fn):
     with pytest.raises(TypeError):
         fn(x=np.ones(3))
     assert "x: object, /" in fn.__doc__.partition("\n")[0]
+
+
+@pytest.mark.parametrize("typestr", ["|b2", ">f4", "<V3", "<x4"])
+def test_array_interface_types_dlpack_cannot_name_are_refused(typestr):
+    buffer = np.zeros(16, np.uint8)
+
+    class Interface:
+        __array_interface__ = {"shape": (2,), "typestr": typestr, "version": 3,
+                               "data": (buffer.ctypes.data, False)}
+
+    with pytest.raises(dlbridge.UnsupportedDTypeError) as info:
+        dlbridge.from_dlpack(Interface())
+    assert typestr in str(info.value)
