@@ -66,7 +66,8 @@ enum DLDataTypeCode : uint8_t {
 };
 
 // Sub-byte types are packed little-bit-endian unless the tensor carries
-// DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED.
+// DLBRIDGE_FLAG_IS_SUBBYTE_TYPE_PADDED (dlpack.h's
+// DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED); a legacy struct cannot carry it.
 struct DLDataType {
   uint8_t code;
   uint8_t bits;
@@ -111,8 +112,9 @@ struct DLManagedTensorVersioned {
 };
 
 // --- DLPack 1.3 C exchange API -------------------------------------------
-// Every function returns 0 on success and -1 with a Python error set on
-// failure; no C++ exception may cross one of these pointers.
+// Every function returns 0 on success and -1 on failure, with a Python error
+// set (the allocator instead reports through its set_error callback, as its
+// caller may hold no Python state); no C++ exception may cross these pointers.
 
 using DLPackManagedTensorAllocator = int (*)(
     DLTensor* prototype, DLManagedTensorVersioned** out, void* error_ctx,

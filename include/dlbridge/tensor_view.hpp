@@ -30,7 +30,7 @@ class TensorView {
   TensorView() = default;
 
   // Validates t without reading past what its own fields promise. flags are
-  // the DLPACK_FLAG bits of the managed tensor (0 for a legacy import, where
+  // the DLBRIDGE_FLAG_* bits of the managed tensor (0 for a legacy import, where
   // read-only-ness cannot be known). NULL strides mean compact row-major:
   // legal before DLPack 1.2, and unambiguous after it, so accepted always.
   static TensorView from_dltensor(const abi::DLTensor& t, uint64_t flags = 0,
@@ -157,7 +157,7 @@ class TensorView {
   }
 
   // The same memory described with compact strides; only valid when
-  // can_view_as_compact() holds for this view.
+  // can_view_as_compact(ndim(), shape(), strides()) holds.
   TensorView with_compact_strides() const {
     TensorView out = *this;
     compact_strides(ndim(), shape(), out.strides_.data());

@@ -46,10 +46,11 @@ inline constexpr uintptr_t cuda_per_thread_stream = 0x2;
 
 enum class StreamFamily { host, cuda, rocm, other };
 
-// Which stream convention a device type follows. Pinned and managed CUDA
-// memory are host-readable, but a consumer exchanging them still reads on
-// the host: the spec's CUDA values apply to kDLCUDA and kDLCUDAManaged, and
-// pinned memory (kDLCUDAHost) keeps the host rule, as before this change.
+// Which stream convention a device type follows. Pinned memory
+// (kDLCUDAHost, kDLROCMHost) is read by the host, which has no streams, so
+// it keeps the host rule. Managed memory (kDLCUDAManaged) is host-readable
+// too, but device work queued on it must be ordered before a read, so the
+// spec's CUDA values apply to it as to kDLCUDA.
 constexpr StreamFamily stream_family(DeviceType type) noexcept {
   switch (type) {
     case abi::kDLCPU:

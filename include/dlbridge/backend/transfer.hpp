@@ -28,7 +28,8 @@ struct TransferOptions {
   // source's device); absent: its family's default stream, where a
   // producer asked with stream=None (or 1) put it.
   StreamArg source_stream;
-  // Flags of the new tensor besides IS_SUBBYTE_TYPE_PADDED, which is kept.
+  // Flags of the new tensor. READ_ONLY is always cleared (the copy is the
+  // caller's, writable); IS_SUBBYTE_TYPE_PADDED is taken from the source.
   uint64_t flags = DLBRIDGE_FLAG_IS_COPIED;
   CopyOptions host;
   backend::Registry* registry = nullptr;  // NULL: default_registry()
