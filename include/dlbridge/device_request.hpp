@@ -35,14 +35,19 @@ inline std::string servable_device_list() {
   return text;
 }
 
+// The sentence every unsupported_device_type message starts with (JAX's,
+// which users search for), whether the type came in a dl_device request or
+// in a tensor handed over for import.
+inline std::string unsupported_device_sentence(int32_t type) {
+  return "The device specification passed to to_dlpack contains an unsupported "
+         "device type (DLDeviceType: " + device_type_label(type) + ").";
+}
+
 [[noreturn]] inline void fail_unsupported_device(int32_t type) {
-  detail::fail(
-      ErrorCode::unsupported_device_type,
-      "The device specification passed to to_dlpack contains an unsupported "
-      "device type (DLDeviceType: " + device_type_label(type) + ").",
-      "dlbridge serves " + servable_device_list() +
-          ". Pass dl_device=None to keep the tensor on its own device, or "
-          "request one of those types.");
+  detail::fail(ErrorCode::unsupported_device_type, unsupported_device_sentence(type),
+               "dlbridge serves " + servable_device_list() +
+                   ". Pass dl_device=None to keep the tensor on its own device, or "
+                   "request one of those types.");
 }
 
 [[noreturn]] inline void fail_unavailable_device(Device device,

@@ -80,13 +80,13 @@ inline abi::DLManagedTensorVersioned* make_versioned(const TensorView& view,
   return m;
 }
 
-// A new legacy struct over view's memory. Legacy structs cannot say that
-// the data is read-only, so flags containing READ_ONLY are refused.
+// A new legacy struct over view's memory. Legacy structs carry no flags, so
+// READ_ONLY and IS_SUBBYTE_TYPE_PADDED are refused.
 inline abi::DLManagedTensor* make_legacy(const TensorView& view,
                                          std::shared_ptr<void> owner,
                                          uint64_t flags,
                                          ExportDims dims = ExportDims::copy) {
-  if (flags & DLBRIDGE_FLAG_READ_ONLY) detail::refuse_read_only_legacy();
+  detail::check_legacy_flags(flags);
   return detail::ExportContext<abi::DLManagedTensor>::make(view, std::move(owner), dims);
 }
 

@@ -49,6 +49,22 @@ struct Wrapper {
        "copy.");
 }
 
+// Padded sub-byte elements (one per byte) are read as packed by a consumer
+// of a legacy struct, which has no flags: every value would be wrong.
+inline void check_legacy_padding(uint64_t flags) {
+  if (flags & DLBRIDGE_FLAG_IS_SUBBYTE_TYPE_PADDED)
+    fail(ErrorCode::unsupported_layout,
+         "The tensor's sub-byte elements are padded to one per byte, and a legacy "
+         "(pre-1.0) DLPack capsule cannot say so: a consumer would read them as packed.",
+         "Request max_version=(1, 3).");
+}
+
+// What a legacy struct cannot express, refused before it is built.
+inline void check_legacy_flags(uint64_t flags) {
+  check_legacy_padding(flags);
+  if (flags & DLBRIDGE_FLAG_READ_ONLY) refuse_read_only_legacy();
+}
+
 }  // namespace detail
 
 class ManagedTensor {
@@ -158,15 +174,15 @@ class ManagedTensor {
   }
 
   // Hands the tensor over as a legacy struct. A read-only tensor is refused
-  // (the legacy struct cannot say so, and a consumer would write to it); the
-  // tensor stays owned here in that case.
+  // (the legacy struct cannot say so, and a consumer would write to it), and
+  // so are padded sub-byte elements; the tensor stays owned here then.
   abi::DLManagedTensor* release_legacy() {
     if (legacy_) {
-      if (legacy_flags_ & DLBRIDGE_FLAG_READ_ONLY) detail::refuse_read_only_legacy();
+      detail::check_legacy_flags(legacy_flags_);
       return std::exchange(legacy_, nullptr);
     }
     if (!versioned_) return nullptr;
-    if (versioned_->flags & DLBRIDGE_FLAG_READ_ONLY) detail::refuse_read_only_legacy();
+    detail::check_legacy_flags(versioned_->flags);
     using W = detail::Wrapper<abi::DLManagedTensor, abi::DLManagedTensorVersioned>;
     auto* wrapper = new W;
     wrapper->inner = std::exchange(versioned_, nullptr);

@@ -55,7 +55,8 @@ namespace detail {
 
 // Applies the producer rules of DLPack 1.3 to view and request:
 //  * max_version None or major < 1: legacy, refused for read-only data
-//    unless a copy is made; major >= 1: versioned (1, 3);
+//    unless a copy is made and for padded sub-byte data (unsupported_layout);
+//    major >= 1: versioned (1, 3);
 //  * dl_device of an unknown or unservable type: unsupported_device_type;
 //    servable but absent here: device_unavailable;
 //  * another device needs a copy: copy=False is copy_required;
@@ -93,8 +94,11 @@ inline ExportPlan plan_export(const TensorView& view, const ExportRequest& reque
       fail_unsupported_device(view.device().type);
     detail::fail_unavailable(view.device());
   }
-  if (plan.format == ExportFormat::legacy && view.readonly() && !plan.copy)
-    detail::refuse_read_only_legacy();
+  if (plan.format == ExportFormat::legacy) {
+    // A copy keeps the padding but is writable.
+    detail::check_legacy_padding(view.flags());
+    if (view.readonly() && !plan.copy) detail::refuse_read_only_legacy();
+  }
   return plan;
 }
 

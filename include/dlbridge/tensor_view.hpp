@@ -10,6 +10,7 @@
 
 #include "abi.hpp"
 #include "device.hpp"
+#include "device_request.hpp"
 #include "dtype.hpp"
 #include "error.hpp"
 #include "layout.hpp"
@@ -202,11 +203,12 @@ class TensorView {
       malformed("shape is NULL with ndim = " + std::to_string(t.ndim) + ".");
     if (!is_known_device_type(t.device.device_type))
       detail::fail(ErrorCode::unsupported_device_type,
-                   "The tensor's device type (DLDeviceType: " +
-                       device_type_label(t.device.device_type) +
-                       ") is not a DLPack 1.3 device type.",
-                   "The producer speaks a newer DLPack or is broken; copy the "
-                   "data to a standard device there first.");
+                   unsupported_device_sentence(t.device.device_type) +
+                       " The producer handed over a tensor on it, which is not a "
+                       "DLPack 1.3 device type.",
+                   "dlbridge serves " + servable_device_list() +
+                       ". Ask the producer for one of those (dl_device=(1, 0) for "
+                       "the CPU), or pass dl_device=None where you export it.");
     if (t.device.device_id < 0)
       malformed("device_id = " + std::to_string(t.device.device_id) +
                 " is negative.");

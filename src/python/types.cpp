@@ -187,10 +187,9 @@ void bind_types(nb::module_& m) {
            })
       .def("__str__", [](const Device& d) { return to_string(d); })
       .def("__repr__", [](const Device& d) { return "Device('" + to_string(d) + "')"; })
-      .def("__hash__",
-           [](const Device& d) {
-             return nb::hash(nb::make_tuple(int32_t(d.type), d.id));
-           })
+      // Hashes like its string, which it equals ("cuda:1"), so sets and
+      // dicts keyed by names find it.
+      .def("__hash__", [](const Device& d) { return nb::hash(nb::str(to_string(d).c_str())); })
       .def("__eq__",
            [](const Device& d, nb::handle other) {
              try {
@@ -221,7 +220,8 @@ void bind_types(nb::module_& m) {
       .def("__iter__", [](const DType& t) { return nb::iter(nb::make_tuple(t.code, t.bits, t.lanes)); })
       .def("__str__", [](const DType& t) { return dtype_name(t); })
       .def("__repr__", [](const DType& t) { return "DType('" + dtype_name(t) + "')"; })
-      .def("__hash__", [](const DType& t) { return nb::hash(nb::make_tuple(t.code, t.bits, t.lanes)); })
+      // Hashes like its name, which it equals ("float32").
+      .def("__hash__", [](const DType& t) { return nb::hash(nb::str(dtype_name(t).c_str())); })
       .def("__eq__",
            [](const DType& t, nb::handle other) {
              try {

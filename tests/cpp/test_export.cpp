@@ -6,6 +6,7 @@
 #include "support/error_of.hpp"
 
 #include <dlbridge/export.hpp>
+#include <dlbridge/producer.hpp>
 
 #include <cstdint>
 #include <functional>
@@ -194,6 +195,33 @@ TEST(MakeLegacy, OwnerLivesUntilTheConsumerDeletes) {
   EXPECT_EQ(m->dl_tensor.strides[0], 1);
   m->deleter(m);
   EXPECT_EQ(counted.frees, 1);
+}
+
+// Legacy structs have no flags: padded sub-byte elements would be read as
+// packed, so every route to a legacy struct refuses them, copies included.
+TEST(MakeLegacy, PaddedSubByteIsRefusedOnEveryRoute) {
+  std::vector<uint8_t> data{1, 2, 3, 4};
+  constexpr DType uint4{dlabi::kDLUInt, 4, 1};
+  const uint64_t padded = DLBRIDGE_FLAG_IS_SUBBYTE_TYPE_PADDED;
+  TensorView view = TensorView::from_data(data.data(), uint4, {4}, {}, {}, padded);
+  auto direct = error_of([&] { dlbridge::make_legacy(view, nullptr, padded); });
+  ASSERT_TRUE(direct);
+  EXPECT_EQ(direct->code(), ErrorCode::unsupported_layout);
+  EXPECT_NE(direct->hint().find("max_version=(1, 3)"), std::string::npos);
+
+  ManagedTensor owned = ManagedTensor::adopt(dlbridge::make_versioned(view, nullptr, padded));
+  auto wrapped = error_of([&] { owned.release_legacy(); });
+  ASSERT_TRUE(wrapped);
+  EXPECT_EQ(wrapped->code(), ErrorCode::unsupported_layout);
+  EXPECT_TRUE(owned);  // still owned after the refusal
+
+  dlbridge::ExportRequest request;  // no max_version: legacy
+  request.copy = true;
+  auto planned = error_of([&] { dlbridge::plan_export(view, request); });
+  ASSERT_TRUE(planned);
+  EXPECT_EQ(planned->code(), ErrorCode::unsupported_layout);
+  request.max_version = dlabi::DLPackVersion{1, 3};
+  EXPECT_FALSE(error_of([&] { dlbridge::plan_export(view, request); }));
 }
 
 TEST(MakeLegacy, ReadOnlyIsRefused) {

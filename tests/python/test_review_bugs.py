@@ -39,3 +39,19 @@ def test_dtype_and_device_hash_like_what_they_equal():
     assert "float32" in {dlbridge.DType("float32")}
     assert dlbridge.Device("cpu") == "cpu"
     assert "cpu" in {dlbridge.Device("cpu")}
+
+
+def test_padded_subbyte_legacy_refusal_is_documented():
+    import re
+
+    from dlbridge import explain
+
+    t = _padded_uint4([1, 2, 3, 4])
+    try:
+        t.__dlpack__()
+    except dlbridge.LayoutError as e:
+        assert e.code == "unsupported_layout"
+        assert "max_version=(1, 3)" in e.hint
+        assert re.search(explain.load()["unsupported_layout"].pattern, str(e))
+    else:
+        raise AssertionError("a padded sub-byte tensor left as a legacy capsule")
