@@ -223,7 +223,8 @@ def plan(tensor, target: Target, copy: bool | None) -> Route:
                             "without a copy, and copy=False forbids the copy.",
                             "Pass copy=None or copy=True.")
             reasons.append(f"{target.name} only speaks legacy capsules, which cannot carry READ_ONLY")
-        elif target.read_only != "honoured" and target.read_only != "immutable":
+        elif target.read_only not in ("honoured", "immutable") and not reasons:
+            # With a copy planned anyway the target gets private memory, which it may write.
             raise _fail("ReadOnlyError",
                         f"The data is read-only and {target.name} cannot see the READ_ONLY flag, "
                         "so a write through the result would change memory that must not change.",

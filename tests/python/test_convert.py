@@ -262,3 +262,16 @@ def test_the_table_only_uses_known_rules():
         assert target.strides in ("any", "nonnegative", "permuted_compact", "row_major")
         assert target.read_only in ("honoured", "immutable", "ignored")
         assert target.takes in ("array", "capsule")
+
+
+def test_read_only_data_that_needs_a_copy_anyway_is_handed_over_as_that_copy():
+    # torch cannot see READ_ONLY, but negative strides make convert copy the
+    # data regardless: the private copy is safe to write, so no refusal.
+    a = np.arange(6.0)
+    a.flags.writeable = False
+    out = dlbridge.convert(a[::-1], "torch")
+    assert out.tolist() == [5.0, 4.0, 3.0, 2.0, 1.0, 0.0]
+    out[0] = 100.0
+    assert a[-1] == 5.0
+    with pytest.raises(dlbridge.ReadOnlyError):
+        dlbridge.convert(a, "torch")  # no copy planned: still refused
