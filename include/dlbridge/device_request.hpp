@@ -20,12 +20,6 @@ enum class DeviceSupport {
 inline constexpr DeviceType servable_device_types[] = {
     abi::kDLCPU, abi::kDLCUDA, abi::kDLCUDAHost, abi::kDLCUDAManaged};
 
-inline bool is_servable_device_type(int32_t type) noexcept {
-  for (DeviceType t : servable_device_types)
-    if (static_cast<int32_t>(t) == type) return true;
-  return false;
-}
-
 inline std::string servable_device_list() {
   std::string text;
   for (DeviceType t : servable_device_types) {

@@ -137,9 +137,7 @@ inline bool parse_decimal(std::string_view digits, uint32_t max,
   out = value;
   return true;
 }
-}  // namespace detail
 
-namespace detail {
 // A name without the lanes suffix ("float32", "float8_e4m3fn").
 inline std::optional<DType> parse_dtype_base(std::string_view base,
                                              uint16_t lanes) {

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <exception>
+#include <new>
 #include <string>
 
 #include "abi.hpp"
@@ -28,6 +29,16 @@ int c_boundary(Body&& body) noexcept {
   } catch (...) {
     Provider::report_error(std::current_exception());
     return -1;
+  }
+}
+
+// The Python exception class name a SetError callback is given for a code:
+// what a Python caller of dlbridge would have seen.
+constexpr const char* python_error_kind(ErrorCode code) noexcept {
+  switch (code) {
+    case ErrorCode::invalid_argument: return "ValueError";
+    case ErrorCode::out_of_memory: return "MemoryError";
+    default: return "BufferError";
   }
 }
 
@@ -67,9 +78,13 @@ const abi::DLPackExchangeAPI* make_exchange_api() noexcept {
         *out = allocate_compact(DType::from_dl(prototype->dtype), shape).release_versioned();
         return 0;
       } catch (const Error& e) {
-        if (set_error) set_error(error_ctx, e.code() == ErrorCode::out_of_memory ? "MemoryError" : "BufferError", e.what());
+        if (set_error) set_error(error_ctx, detail::python_error_kind(e.code()), e.what());
+      } catch (const std::bad_alloc&) {
+        if (set_error) set_error(error_ctx, "MemoryError", "dlbridge allocator: out of memory");
       } catch (const std::exception& e) {
         if (set_error) set_error(error_ctx, "RuntimeError", e.what());
+      } catch (...) {
+        if (set_error) set_error(error_ctx, "RuntimeError", "dlbridge allocator: unknown error");
       }
       return -1;
     }

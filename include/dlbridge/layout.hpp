@@ -127,14 +127,6 @@ inline bool is_f_contiguous(int32_t ndim, const int64_t* shape,
   return true;
 }
 
-// A tensor that can be handed out with compact row-major strides without
-// moving data: the memory order already is row-major, only size-1 (or
-// size-0) dims may carry other strides.
-inline bool can_view_as_compact(int32_t ndim, const int64_t* shape,
-                                const int64_t* strides) {
-  return is_c_contiguous(ndim, shape, strides);
-}
-
 // The bytes a view touches relative to the address of element 0: the
 // half-open range [low, high). For packed sub-byte types, bit positions are
 // rounded outward to whole bytes.

@@ -158,7 +158,7 @@ class TensorView {
   }
 
   // The same memory described with compact strides; only valid when
-  // can_view_as_compact(ndim(), shape(), strides()) holds.
+  // is_c_contiguous() holds (size-1 dims may have carried any stride).
   TensorView with_compact_strides() const {
     TensorView out = *this;
     compact_strides(ndim(), shape(), out.strides_.data());

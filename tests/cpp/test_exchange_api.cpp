@@ -154,6 +154,11 @@ TEST(ExchangeApi, AllocatorMakesCompactHostTensorsAndReportsThroughSetError) {
   EXPECT_NE(seen.second.find("kDLCUDA"), std::string::npos);
   EXPECT_EQ(table()->managed_tensor_allocator(nullptr, &out, &seen, set_error), -1);
   prototype.device = {dlabi::kDLCPU, 0};
+  int64_t negative[] = {3, -5};
+  prototype.shape = negative;
+  EXPECT_EQ(table()->managed_tensor_allocator(&prototype, &out, &seen, set_error), -1);
+  EXPECT_EQ(seen.first, "ValueError");  // a bad argument, as Python would say
+  prototype.shape = shape;
   prototype.ndim = -1;
   EXPECT_EQ(table()->managed_tensor_allocator(&prototype, &out, &seen, set_error), -1);
   EXPECT_EQ(table()->managed_tensor_allocator(&prototype, &out, nullptr, nullptr), -1);
