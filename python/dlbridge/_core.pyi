@@ -130,7 +130,7 @@ class Tensor:
         """A new, writable, compact host copy with one element per byte: sub-byte values padded (IS_SUBBYTE_TYPE_PADDED) and vector lanes split into a trailing axis."""
 
 def from_dlpack(x: object, /, *, device: DeviceLike | None = None, copy: bool | None = None) -> Tensor:
-    """Import x (a DLPack producer, a DLPack capsule, or any object with the buffer protocol or __array_interface__) as a dlbridge.Tensor, zero-copy whenever the request allows. copy=True never aliases; copy=False never copies."""
+    """Import x (a DLPack producer, a DLPack capsule, or any object with the buffer protocol, __array_interface__ or __cuda_array_interface__) as a dlbridge.Tensor, zero-copy whenever the request allows. copy=True never aliases; copy=False never copies."""
 
 def to_dlpack(
     x: object,

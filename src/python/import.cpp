@@ -88,8 +88,9 @@ void bind_import(nb::module_& m) {
         nb::sig("def from_dlpack(x: object, /, *, device: object | None = None, "
                 "copy: bool | None = None) -> Tensor"),
         "Import x (a DLPack producer, a DLPack capsule, or any object with the buffer "
-        "protocol or __array_interface__) as a dlbridge.Tensor, zero-copy whenever the "
-        "request allows. copy=True never aliases; copy=False never copies.");
+        "protocol, __array_interface__ or __cuda_array_interface__) as a dlbridge.Tensor, "
+        "zero-copy whenever the request allows. copy=True never aliases; copy=False never "
+        "copies.");
   m.def("to_dlpack",
         [](nb::handle x, nb::handle stream, nb::handle max_version, nb::handle dl_device,
            nb::handle copy) {
@@ -120,6 +121,8 @@ void bind_import(nb::module_& m) {
           return wrap_tensor(tensor_from_managed(allocate_compact(dtype_from_python(dtype), dims)));
         },
         nb::arg("shape"), nb::arg("dtype") = "float32", nb::arg("device") = "cpu",
+        nb::sig("def empty(shape: int | tuple[int, ...] | list[int], dtype: object = 'float32', "
+                "device: object = 'cpu') -> Tensor"),
         "A new, writable, compact tensor with uninitialised contents.");
 }
 

@@ -195,13 +195,17 @@ void bind_tensor(nb::module_& m) {
       .def("__dlpack_device__",
            [](const Tensor& t) {
              return nb::make_tuple(device_type_to_python(t.view().device().type), t.view().device().id);
-           })
+           },
+           nb::sig("def __dlpack_device__(self) -> tuple[DeviceType, int]"),
+           "(device_type, device_id) of the data, as the DLPack protocol asks.")
       .def("copy",
            [](const Tensor& t, nb::handle device) {
              Device target = device.is_none() ? t.view().device() : device_from_python(device);
              return wrap_tensor(copy_tensor(t, target));
            },
-           nb::arg("device") = nb::none(), "A new, writable, compact (C-order) copy.")
+           nb::arg("device") = nb::none(),
+           nb::sig("def copy(self, device: object | None = None) -> Tensor"),
+           "A new, writable, compact (C-order) copy.")
       .def("copy_unpacked",
            [](const Tensor& t) {
              ManagedTensor out;
