@@ -18,14 +18,18 @@ constexpr const char* used_legacy_name = "used_dltensor";
 
 // The consumer renames a capsule when it takes the tensor, so a capsule that
 // still has its name at destruction was never consumed and owns the tensor.
+// dlbridge's capsules carry the tensor in their context too and are made
+// with these very name pointers, so the check is a pointer comparison; a
+// consumer's rename installs another pointer.
 template <typename Managed>
 void run_deleter_if_unconsumed(PyObject* capsule, const char* name) {
-  if (!PyCapsule_IsValid(capsule, name)) return;
+  if (PyCapsule_GetName(capsule) != name) return;
+  auto* m = static_cast<Managed*>(PyCapsule_GetContext(capsule));
+  if (m == nullptr || m->deleter == nullptr) return;
   // A deleter may call into Python; keep any exception being raised intact.
   PyObject *type, *value, *traceback;
   PyErr_Fetch(&type, &value, &traceback);
-  auto* m = static_cast<Managed*>(PyCapsule_GetPointer(capsule, name));
-  if (m != nullptr && m->deleter != nullptr) m->deleter(m);
+  m->deleter(m);
   PyErr_Restore(type, value, traceback);
 }
 
@@ -35,6 +39,18 @@ void versioned_capsule_destructor(PyObject* capsule) {
 
 void legacy_capsule_destructor(PyObject* capsule) {
   run_deleter_if_unconsumed<abi::DLManagedTensor>(capsule, legacy_name);
+}
+
+// A capsule that owns m and can find it again without a name lookup.
+template <typename Managed>
+PyObject* new_capsule(Managed* m, const char* name, PyCapsule_Destructor destructor) {
+  PyObject* capsule = PyCapsule_New(m, name, destructor);
+  if (capsule != nullptr && PyCapsule_SetContext(capsule, m) != 0) {
+    Py_DECREF(capsule);  // the destructor runs the deleter
+    return nullptr;
+  }
+  if (capsule == nullptr) m->deleter(m);
+  return capsule;
 }
 
 template <typename Managed>
@@ -126,14 +142,12 @@ abi::DLManagedTensorVersioned* export_versioned(const Tensor& t, uint64_t extra_
 nb::object make_capsule(const Tensor& tensor, ExportFormat format, uint64_t extra_flags) {
   PyObject* capsule = nullptr;
   if (format == ExportFormat::versioned) {
-    abi::DLManagedTensorVersioned* m = export_versioned(tensor, extra_flags);
-    capsule = PyCapsule_New(m, versioned_name, versioned_capsule_destructor);
-    if (capsule == nullptr) m->deleter(m);
+    capsule = new_capsule(export_versioned(tensor, extra_flags), versioned_name,
+                          versioned_capsule_destructor);
   } else {
-    abi::DLManagedTensor* m = make_legacy(tensor.view(), export_owner(tensor),
-                                          export_flags(tensor, extra_flags), tensor.export_dims());
-    capsule = PyCapsule_New(m, legacy_name, legacy_capsule_destructor);
-    if (capsule == nullptr) m->deleter(m);
+    capsule = new_capsule(make_legacy(tensor.view(), export_owner(tensor),
+                                      export_flags(tensor, extra_flags), tensor.export_dims()),
+                          legacy_name, legacy_capsule_destructor);
   }
   if (capsule == nullptr) throw nb::python_error();
   return nb::steal(capsule);
