@@ -82,7 +82,7 @@ nb::object wrap_tensor(Tensor tensor);
 PyTypeObject* tensor_type() noexcept;
 // The Tensor inside a dlbridge.Tensor object (or a subclass), else NULL.
 const Tensor* as_tensor(nb::handle object) noexcept;
-Tensor tensor_from_managed(ManagedTensor managed);
+Tensor tensor_from_managed(ManagedTensor&& managed);
 // A compact copy on target; a copy to a device is queued on consumer_stream
 // (a DLPack stream value; absent: the device's default stream).
 Tensor copy_tensor(const Tensor& source, Device target, StreamArg consumer_stream = {});

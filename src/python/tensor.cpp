@@ -45,7 +45,7 @@ std::string tensor_repr(const Tensor& t) {
 
 }  // namespace
 
-Tensor tensor_from_managed(ManagedTensor managed) {
+Tensor tensor_from_managed(ManagedTensor&& managed) {
   const uint64_t flags = managed.flags();
   auto storage = std::make_shared<const ManagedTensor>(std::move(managed));
   // The tensor speaks for the data from now on; IS_COPIED described only
