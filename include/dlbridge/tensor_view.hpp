@@ -245,6 +245,7 @@ class TensorView {
   }
 
   void check_memory() {
+    extent_ = ByteExtent{};  // assign() may reuse a view that described another tensor
     if (byte_offset_ > uint64_t(INT64_MAX))
       malformed("byte_offset = " + std::to_string(byte_offset_) +
                 " exceeds INT64_MAX.");

@@ -475,3 +475,22 @@ TEST(TensorView, DefaultIsAnEmptyScalarDescription) {
 }
 
 }  // namespace
+
+// assign() reuses a view: nothing of the tensor it described before may
+// survive, including the extent that a size-0 tensor never computes.
+TEST(TensorView, AssignLeavesNothingOfThePreviousTensor) {
+  std::vector<float> data(12);
+  std::vector<int64_t> shape{3, 4}, empty_shape{0, 5};
+  TensorView v = TensorView::from_data(data.data(), f32, shape);
+  ASSERT_EQ(v.extent().bytes(), 48);
+  dlabi::DLTensor t{};
+  t.device = {dlabi::kDLCPU, 0};
+  t.ndim = 2;
+  t.dtype = {dlabi::kDLFloat, 32, 1};
+  t.shape = empty_shape.data();
+  v.assign(t, DLBRIDGE_FLAG_READ_ONLY);
+  EXPECT_EQ(v.size(), 0);
+  EXPECT_EQ(v.extent().bytes(), 0);
+  EXPECT_EQ(v.shape(0), 0);
+  EXPECT_TRUE(v.readonly());
+}
