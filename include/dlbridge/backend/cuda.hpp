@@ -111,8 +111,13 @@ class CudaBackend final : public DeviceBackend {
   }
 
   void wait_for(Device device, Stream producer, Stream consumer) override {
+    // -1 on either side: that side synchronises itself (a producer's -1
+    // says its data needs no ordering).
     if (consumer.kind == StreamKind::no_sync || consumer.kind == StreamKind::host) return;
-    if (native(producer) == native(consumer)) return;  // one queue is ordered already
+    if (producer.kind == StreamKind::no_sync || producer.kind == StreamKind::host) return;
+    // Both streams belong to `device` (1 and 2 name that device's default
+    // streams), so equal handles are one queue, ordered already.
+    if (native(producer) == native(consumer)) return;
     const cuda::Runtime& rt = runtime();
     DeviceGuard guard(rt, device.type == abi::kDLCUDA ? device.id : -1);
     cuda::cuda_event event = nullptr;

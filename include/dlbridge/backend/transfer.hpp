@@ -79,6 +79,20 @@ inline DeviceMemory allocate_on(const std::shared_ptr<backend::DeviceBackend>& b
   return {std::move(owner), data};
 }
 
+// Orders `consumer`, a stream of `target`, after `ready`, a stream of
+// `source`, both of backend b. wait_for names one device for both streams,
+// and a stream value such as CUDA's 1 (the legacy default stream) means a
+// different queue on each device, so only a same-device pair is ordered
+// without blocking; otherwise the host waits for `ready`. (Managed memory
+// is labelled device 0 whatever device last wrote it, so it always waits.)
+inline void order_after(backend::DeviceBackend& b, Device source, backend::Stream ready,
+                        Device target, backend::Stream consumer) {
+  if (source == target)
+    b.wait_for(source, ready, consumer);
+  else
+    b.synchronize(source, ready);
+}
+
 inline std::shared_ptr<backend::DeviceBackend> usable_backend(backend::Registry& registry,
                                                               Device device) {
   auto b = registry.find(device.type);
@@ -157,7 +171,7 @@ inline ManagedTensor copy_to_device(const TensorView& src, Device target,
     return finish();
   }
   if (src_host) {
-    if (from == to) from->wait_for(source, ready, consumer);
+    if (from == to) detail::order_after(*from, source, ready, target, consumer);
     else if (from) from->synchronize(source, ready);  // no stream spans two families
     // Into device memory from the host: compact on the host first (the CPU
     // engine does any layout), then one transfer on the consumer's stream.
@@ -190,8 +204,9 @@ inline ManagedTensor copy_to_device(const TensorView& src, Device target,
     return copy_to_device(host.view(), target, onward);
   }
   // One family: order the consumer's stream after the producer's, then
-  // queue the copy there; the host does not wait.
-  from->wait_for(source, ready, consumer);
+  // queue the copy there; the host does not wait (unless the two ends are
+  // different devices, see order_after).
+  detail::order_after(*from, source, ready, target, consumer);
   if (auto rows = detail::as_rows(src)) {
     to->copy(dst.data(), target, src.data(), source, *rows, consumer);
     return finish();
