@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,6 +27,7 @@ using cuda_stream = void*;
 using cuda_event = void*;
 
 inline constexpr cuda_error success = 0;
+inline constexpr cuda_error insufficient_driver = 35;  // cudaErrorInsufficientDriver
 inline constexpr int memcpy_default = 4;          // cudaMemcpyDefault: UVA infers the direction
 inline constexpr unsigned event_disable_timing = 2;  // cudaEventDisableTiming
 inline constexpr unsigned mem_attach_global = 1;     // cudaMemAttachGlobal
@@ -238,6 +240,7 @@ class RuntimeLoader {
 
   bool load() {
     std::string tried;
+    std::optional<Runtime> fallback;
     for (const std::string& candidate : candidates()) {
       if (!tried.empty()) tried += "; ";
       // RTLD_LOCAL: our cudart must not replace symbols another library in
@@ -255,10 +258,28 @@ class RuntimeLoader {
         tried += candidate + " (opened, but has no " + missing + ")";
         continue;
       }
-      // Never closed: memory and streams it handed out may outlive any
-      // owner we could tie the handle to.
       rt.path = candidate;
+      // A runtime newer than the driver answers every call with
+      // cudaErrorInsufficientDriver, while an older one further down the
+      // list (a wheel's libcudart.so.12 under a CUDA 13 toolkit's
+      // libcudart.so) would work: keep looking, and settle for the first
+      // such runtime only when none is better, so that its error becomes
+      // the reason CUDA is unavailable. A library we called into is never
+      // closed (it may have registered exit handlers), nor is the one we
+      // keep: memory and streams it handed out may outlive any owner we
+      // could tie the handle to.
+      int count = 0;
+      if (rt.get_device_count(&count) == insufficient_driver) {
+        rt.get_last_error();
+        tried += candidate + " (newer than the installed driver)";
+        if (!fallback) fallback = std::move(rt);
+        continue;
+      }
       runtime_ = std::move(rt);
+      return true;
+    }
+    if (fallback) {
+      runtime_ = std::move(*fallback);
       return true;
     }
     reason_ = "the CUDA runtime (libcudart) was not found; tried " + tried +
