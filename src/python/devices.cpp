@@ -80,8 +80,9 @@ Tensor import_cuda_array_interface(nb::handle x, nb::handle interface) {
   // Version 3: "stream" is where the producer's work on the data is
   // queued (absent or None: nothing pending; 0 is forbidden). dlbridge
   // tensors are ready on the legacy default stream, so that stream waits
-  // for the producer's without blocking the host.
-  if (d.contains("stream") && !d["stream"].is_none() && device.type == abi::kDLCUDA) {
+  // for the producer's without blocking the host. Managed or pinned
+  // memory is read by the host directly, so there the host waits.
+  if (d.contains("stream") && !d["stream"].is_none()) {
     nb::handle stream = d["stream"];
     if (!PyLong_Check(stream.ptr()) || PyBool_Check(stream.ptr()))
       bad_interface("'stream' must be None or an int.");
@@ -91,8 +92,16 @@ Tensor import_cuda_array_interface(nb::handle x, nb::handle interface) {
                    "__cuda_array_interface__ stream=0 is invalid: it is ambiguous between the "
                    "legacy and per-thread default streams.",
                    "The producer must export 1, 2 or a stream pointer.");
-    const backend::Stream producer = backend::resolve_stream(device, StreamArg{true, value});
-    cuda->wait_for(device, producer, backend::resolve_stream(device, StreamArg{}));
+    // The value is a CUDA stream whatever the memory: resolve it as one
+    // (the host rule would refuse every value but -1).
+    const Device queue{abi::kDLCUDA, device.type == abi::kDLCUDA ? device.id : 0};
+    const backend::Stream producer = backend::resolve_stream(queue, StreamArg{true, value});
+    if (device.type == abi::kDLCUDA)
+      cuda->wait_for(device, producer, backend::resolve_stream(device, StreamArg{}));
+    else if (producer.kind != backend::StreamKind::no_sync)
+      // kDLCUDAManaged: the backend synchronises it on the current device,
+      // where a producer's 1 or 2 names its default stream.
+      cuda->synchronize(Device{abi::kDLCUDAManaged, 0}, producer);
   }
 
   return tensor_over_object(x, fields, device);
