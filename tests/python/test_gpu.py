@@ -116,12 +116,15 @@ def test_cuda_array_interface_is_read_through_the_runtime():
 @needs_torch_cuda
 def test_import_waits_for_a_slow_producer_stream():
     x = torch.ones(1 << 20, device="cuda")
-    side = torch.cuda.Stream()
+    side = torch.cuda.Stream()  # non-blocking: the legacy stream does not wait for it
     with torch.cuda.stream(side):
         torch.cuda._sleep(SLOW_CYCLES)
         y = x * 3  # queued behind the sleep on the producer's stream
-    # No synchronize: dlbridge must order its copy after `side`.
-    got = np.from_dlpack(dlbridge.from_dlpack(y, device="cpu"))
+        # No synchronize. The DLPack contract orders the consumer's stream
+        # after the producer's *current* stream, so the export happens while
+        # `side` is current; outside this block PyTorch would order it after
+        # its default stream and the read would race the kernel.
+        got = np.from_dlpack(dlbridge.from_dlpack(y, device="cpu"))
     assert (got == 3).all()
     side.synchronize()
 
