@@ -45,14 +45,22 @@ class Entry:
 
 
 def errors_doc_path() -> pathlib.Path | None:
-    """Where docs/errors.md is: $DLBRIDGE_ERRORS_DOC, else beside the sources."""
+    """Where docs/errors.md is: $DLBRIDGE_ERRORS_DOC; else the source tree's (always current
+    in a checkout); else the copy a wheel installs beside the extension module."""
     override = os.environ.get("DLBRIDGE_ERRORS_DOC")
     if override:
         return pathlib.Path(override)
     here = pathlib.Path(__file__).resolve().parent
     # python/dlbridge/ -> repository root; also tolerate a flat layout.
-    for root in (here.parents[1], here.parent):
-        candidate = root / "docs" / "errors.md"
+    candidates = [root / "docs" / "errors.md" for root in (here.parents[1], here.parent)]
+    try:
+        from . import _core
+
+        candidates.append(pathlib.Path(_core.__file__).resolve().parent / "errors.md")
+    except ImportError:
+        pass
+    candidates.append(here / "errors.md")
+    for candidate in candidates:
         if candidate.is_file():
             return candidate
     return None

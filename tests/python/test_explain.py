@@ -39,3 +39,19 @@ def test_missing_page_is_an_error_not_a_traceback(monkeypatch, tmp_path, capsys)
     monkeypatch.setenv("DLBRIDGE_ERRORS_DOC", str(tmp_path / "absent.md"))
     assert explain.main("read_only") == 1
     assert "absent.md" in capsys.readouterr().err
+
+
+def test_the_reference_is_installed_beside_the_extension_for_wheels(monkeypatch, tmp_path):
+    # A wheel has no docs/ folder: the build installs errors.md next to
+    # _core, and explain finds it there when no source tree is around.
+    import pathlib
+
+    import dlbridge
+    from dlbridge import explain as explain_module
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    installed = pathlib.Path(dlbridge._core.__file__).resolve().parent / "errors.md"
+    assert installed.read_text() == (root / "docs" / "errors.md").read_text()
+    monkeypatch.delenv("DLBRIDGE_ERRORS_DOC", raising=False)
+    monkeypatch.setattr(explain_module, "__file__", str(tmp_path / "a" / "b" / "explain.py"))
+    assert explain_module.errors_doc_path() == installed
