@@ -3,6 +3,7 @@
 // overflow-checked, because shapes and strides come from foreign code.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -123,6 +124,45 @@ inline bool is_f_contiguous(int32_t ndim, const int64_t* shape,
     if (shape[d] == 1) continue;
     if (strides[d] != expected) return false;
     if (detail::mul_overflows(expected, shape[d], expected)) return false;
+  }
+  return true;
+}
+
+// What a consumer accepts of a layout, as data (dlbridge.convert keeps one
+// per target library). Size-1 dims never decide: DLPack lets them carry
+// any stride, and a size-0 tensor fits every rule.
+enum class StrideRule {
+  any,               // every valid layout
+  nonnegative,       // no negative strides
+  row_major,         // C-contiguous
+  permuted_compact,  // dense: a permutation of the dims of a compact layout
+};
+
+inline bool strides_fit(int32_t ndim, const int64_t* shape, const int64_t* strides,
+                        StrideRule rule) {
+  if (ndim < 0 || ndim > max_ndim) return false;
+  if (rule == StrideRule::any) return true;
+  for (int32_t d = 0; d < ndim; ++d)
+    if (shape[d] == 0) return true;
+  if (rule == StrideRule::row_major) return is_c_contiguous(ndim, shape, strides);
+  if (rule == StrideRule::nonnegative) {
+    for (int32_t d = 0; d < ndim; ++d)
+      if (shape[d] != 1 && strides[d] < 0) return false;
+    return true;
+  }
+  // Dense: visiting dims from the largest stride down must give a compact layout.
+  struct Dim {
+    int64_t extent, stride;
+  };
+  Dim dims[max_ndim];
+  int32_t n = 0;
+  for (int32_t d = 0; d < ndim; ++d)
+    if (shape[d] != 1) dims[n++] = {shape[d], strides[d]};
+  std::sort(dims, dims + n, [](const Dim& a, const Dim& b) { return a.stride > b.stride; });
+  int64_t expected = 1;
+  for (int32_t i = n - 1; i >= 0; --i) {
+    if (dims[i].stride != expected) return false;
+    if (detail::mul_overflows(expected, dims[i].extent, expected)) return false;
   }
   return true;
 }

@@ -146,5 +146,8 @@ def to_dlpack(
 def empty(shape: SupportsIndex | tuple[int, ...] | list[int], dtype: DTypeLike = "float32", device: DeviceLike = "cpu") -> Tensor:
     """A new, writable, compact tensor with uninitialised contents."""
 
+def strides_fit(shape: tuple[int, ...], strides: tuple[int, ...], rule: str) -> bool:
+    """Whether a layout (strides in elements) is one a consumer's rule admits: any, nonnegative, row_major or permuted_compact. Size-1 dims take any stride."""
+
 def inspect_capsule(capsule: CapsuleType) -> dict[str, Any]:
     """Describe a DLPack capsule without consuming it: name, version, flags, device, dtype, shape, strides, and the validation problem if any."""

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import math
 from typing import Any, Callable
 
 from . import _core
@@ -123,25 +122,8 @@ def _fail(cls_name: str, message: str, hint: str):
 
 
 def strides_fit(shape, strides, rule: str) -> bool:
-    """Whether (shape, strides in elements) is a layout the rule admits."""
-    if rule == "any" or math.prod(shape) == 0:
-        return True
-    # Size-1 dimensions take any stride under DLPack, so they never decide.
-    dims = [(n, s) for n, s in zip(shape, strides) if n != 1]
-    if rule == "nonnegative":
-        return all(s >= 0 for _, s in dims)
-    if rule == "row_major":
-        order = dims
-    elif rule == "permuted_compact":
-        order = sorted(dims, key=lambda d: -d[1])
-    else:
-        raise ValueError(f"unknown stride rule {rule!r}")
-    expected = 1
-    for n, s in reversed(order):
-        if s != expected:
-            return False
-        expected *= n
-    return True
+    """Whether (shape, strides in elements) is a layout the rule admits (the core decides)."""
+    return _core.strides_fit(tuple(shape), tuple(strides), rule)
 
 
 def resolve(to) -> tuple[Target, Callable[..., Any] | None]:

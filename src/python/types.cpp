@@ -156,7 +156,33 @@ std::optional<bool> copy_from_python(nb::handle value) {
   return value.ptr() == Py_True;
 }
 
+namespace {
+
+StrideRule stride_rule_from_name(const std::string& name) {
+  if (name == "any") return StrideRule::any;
+  if (name == "nonnegative") return StrideRule::nonnegative;
+  if (name == "row_major") return StrideRule::row_major;
+  if (name == "permuted_compact") return StrideRule::permuted_compact;
+  throw nb::value_error(("unknown stride rule '" + name +
+                         "'; use any, nonnegative, row_major or permuted_compact").c_str());
+}
+
+}  // namespace
+
 void bind_types(nb::module_& m) {
+  m.def("strides_fit",
+        [](nb::handle shape, nb::handle strides, const std::string& rule) {
+          std::vector<int64_t> dims = ints_from_python(shape, "shape");
+          std::vector<int64_t> steps = ints_from_python(strides, "strides");
+          if (dims.size() != steps.size())
+            throw nb::value_error("shape and strides must have the same length.");
+          return dlbridge::strides_fit(int32_t(dims.size()), dims.data(), steps.data(),
+                                       stride_rule_from_name(rule));
+        },
+        nb::arg("shape"), nb::arg("strides"), nb::arg("rule"),
+        nb::sig("def strides_fit(shape: tuple[int, ...], strides: tuple[int, ...], rule: str) -> bool"),
+        "Whether a layout (strides in elements) is one a consumer's rule admits: any, "
+        "nonnegative, row_major or permuted_compact. Size-1 dims take any stride.");
   auto device_type = nb::enum_<DeviceType>(m, "DeviceType", nb::is_arithmetic(),
                                            "DLPack 1.3 device types (DLDeviceType).");
   for (const auto& info : device_type_table)

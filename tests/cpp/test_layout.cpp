@@ -316,3 +316,28 @@ TEST(CompactNbytes, OverflowIsNullopt) {
 }
 
 }  // namespace
+
+// The per-target layout rules of dlbridge.convert, decided in the core.
+TEST(StridesFit, EachRule) {
+  using dlbridge::StrideRule;
+  using dlbridge::strides_fit;
+  const std::vector<int64_t> shape{3, 4};
+  const std::vector<int64_t> c{4, 1}, f{1, 3}, gaps{8, 2}, reversed{4, -1}, broadcast{0, 1};
+  EXPECT_TRUE(strides_fit(2, shape.data(), c.data(), StrideRule::row_major));
+  EXPECT_FALSE(strides_fit(2, shape.data(), f.data(), StrideRule::row_major));
+  EXPECT_TRUE(strides_fit(2, shape.data(), f.data(), StrideRule::permuted_compact));
+  EXPECT_FALSE(strides_fit(2, shape.data(), gaps.data(), StrideRule::permuted_compact));
+  EXPECT_FALSE(strides_fit(2, shape.data(), broadcast.data(), StrideRule::permuted_compact));
+  EXPECT_FALSE(strides_fit(2, shape.data(), reversed.data(), StrideRule::permuted_compact));
+  EXPECT_FALSE(strides_fit(2, shape.data(), reversed.data(), StrideRule::nonnegative));
+  EXPECT_TRUE(strides_fit(2, shape.data(), gaps.data(), StrideRule::nonnegative));
+  EXPECT_TRUE(strides_fit(2, shape.data(), reversed.data(), StrideRule::any));
+  // Size-1 dims take any stride; size-0 tensors address nothing.
+  const std::vector<int64_t> column{3, 1}, odd{1, -7}, empty{0, 4};
+  EXPECT_TRUE(strides_fit(2, column.data(), odd.data(), StrideRule::nonnegative));
+  EXPECT_TRUE(strides_fit(2, empty.data(), reversed.data(), StrideRule::row_major));
+  EXPECT_TRUE(strides_fit(0, nullptr, nullptr, StrideRule::permuted_compact));
+  // A hostile ndim is refused rather than read past.
+  EXPECT_FALSE(strides_fit(65, shape.data(), c.data(), StrideRule::permuted_compact));
+  EXPECT_FALSE(strides_fit(-1, shape.data(), c.data(), StrideRule::any));
+}
