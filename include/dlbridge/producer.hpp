@@ -46,12 +46,17 @@ inline void validate_stream(Device target, StreamArg stream) {
   (void)backend::resolve_stream(target, stream);
 }
 
-namespace detail {
-// device_unavailable with the backend's own reason (what it tried).
-[[noreturn]] inline void fail_unavailable(Device device) {
-  fail_unavailable_device(device, backend::availability(device).reason);
+// Returns only when data can be produced on (or read from) device:
+// unsupported_device_type for a type no backend serves, device_unavailable
+// with the backend's own reason (what it tried) for one absent here.
+inline void require_served(Device device) {
+  switch (device_support(device)) {
+    case DeviceSupport::unsupported: fail_unsupported_device(device.type);
+    case DeviceSupport::unavailable:
+      fail_unavailable_device(device, backend::availability(device).reason);
+    case DeviceSupport::served: return;
+  }
 }
-}  // namespace detail
 
 // Applies the producer rules of DLPack 1.3 to view and request:
 //  * max_version None or major < 1: legacy, refused for read-only data
@@ -66,16 +71,7 @@ inline ExportPlan plan_export(const TensorView& view, const ExportRequest& reque
   plan.format = negotiate_format(request.max_version);
   plan.target = request.device.value_or(view.device());
   const bool same_device = plan.target == view.device();
-  if (!same_device) {
-    switch (device_support(plan.target)) {
-      case DeviceSupport::unsupported:
-        fail_unsupported_device(plan.target.type);
-      case DeviceSupport::unavailable:
-        detail::fail_unavailable(plan.target);
-      case DeviceSupport::served:
-        break;
-    }
-  }
+  if (!same_device) require_served(plan.target);
   validate_stream(plan.target, request.stream);
   // Host-accessible memory reaches a CPU request without moving.
   const bool host_alias = plan.target.type == abi::kDLCPU && plan.target.id == 0 &&
@@ -88,12 +84,7 @@ inline ExportPlan plan_export(const TensorView& view, const ExportRequest& reque
                  "Pass copy=None or copy=True, or leave dl_device=None.");
   plan.copy = must_copy || request.copy == true;
   // Copying device memory needs its runtime, even to reach the host.
-  if (plan.copy && !is_host_accessible(view.device().type) &&
-      device_support(view.device()) != DeviceSupport::served) {
-    if (device_support(view.device()) == DeviceSupport::unsupported)
-      fail_unsupported_device(view.device().type);
-    detail::fail_unavailable(view.device());
-  }
+  if (plan.copy && !is_host_accessible(view.device().type)) require_served(view.device());
   if (plan.format == ExportFormat::legacy) {
     // A copy keeps the padding but is writable.
     detail::check_legacy_padding(view.flags());

@@ -110,15 +110,14 @@ void bind_import(nb::module_& m) {
   m.def("empty",
         [](nb::handle shape, nb::handle dtype, nb::handle device) {
           Device target = device_from_python(device);
-          if (target != Device{}) {
-            if (device_support(target) == DeviceSupport::unsupported)
-              fail_unsupported_device(target.type);
-            fail_unavailable_device(target, "no runtime for it was found.");
-          }
+          require_served(target);
           std::vector<int64_t> dims;
           if (PyLong_Check(shape.ptr())) dims.push_back(nb::cast<int64_t>(shape));
           else dims = ints_from_python(shape, "shape");
-          return wrap_tensor(tensor_from_managed(allocate_compact(dtype_from_python(dtype), dims)));
+          Tensor host = tensor_from_managed(allocate_compact(dtype_from_python(dtype), dims));
+          // Device memory comes from the device's backend, by the one path
+          // that already allocates there.
+          return wrap_tensor(target == Device{} ? std::move(host) : copy_tensor(host, target));
         },
         nb::arg("shape"), nb::arg("dtype") = "float32", nb::arg("device") = "cpu",
         nb::sig("def empty(shape: int | tuple[int, ...] | list[int], dtype: object = 'float32', "

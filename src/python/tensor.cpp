@@ -81,16 +81,9 @@ nb::object wrap_tensor(Tensor tensor) {
 Tensor copy_tensor(const Tensor& source, Device target, StreamArg consumer_stream) {
   // Availability is settled while the GIL is held: the first CUDA lookup
   // asks Python where pip put libcudart.
-  switch (device_support(target)) {
-    case DeviceSupport::unsupported: fail_unsupported_device(target.type);
-    case DeviceSupport::unavailable: detail::fail_unavailable(target);
-    case DeviceSupport::served: break;
-  }
+  require_served(target);
   const Device from = source.view().device();
-  if (!is_host_accessible(from.type) && device_support(from) != DeviceSupport::served) {
-    if (device_support(from) == DeviceSupport::unsupported) fail_unsupported_device(from.type);
-    detail::fail_unavailable(from);
-  }
+  if (!is_host_accessible(from.type)) require_served(from);
   // The copy's flags describe the tensor, not the exchange (see
   // tensor_from_managed). No consumer stream is known here, so a copy to a
   // device is queued on its legacy default stream, which every blocking
