@@ -94,3 +94,21 @@ def test_array_interface_types_dlpack_cannot_name_are_refused(typestr):
     with pytest.raises(dlbridge.UnsupportedDTypeError) as info:
         dlbridge.from_dlpack(Interface())
     assert typestr in str(info.value)
+
+
+@pytest.mark.parametrize("device, error, fragment", [
+    ("opencl", dlbridge.UnsupportedDeviceError, "DLDeviceType: kDLOpenCL"),
+    ("cpu:1", dlbridge.DeviceUnavailableError, "the CPU is device 0"),
+    ("cuda:0", dlbridge.DeviceUnavailableError, "cuda:0"),
+])
+def test_empty_on_a_device_this_machine_cannot_serve(device, error, fragment):
+    # The backend says why (what it tried), as for dl_device requests.
+    with pytest.raises(error, match=fragment) as info:
+        dlbridge.empty(3, device=device)
+    assert info.value.hint
+
+
+def test_empty_on_the_cpu_is_compact_and_writable():
+    t = dlbridge.empty((2, 3), "int16", "cpu")
+    assert (t.shape, t.strides, t.dtype, t.readonly) == ((2, 3), (3, 1), "int16", False)
+    assert t.data_ptr % 64 == 0
