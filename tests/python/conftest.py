@@ -2,13 +2,18 @@
 
 numpy, torch, jax and ml_dtypes are pinned dependencies of the suite and are
 imported directly: a missing one must fail the run, not skip half of it.
-Only tests that need a GPU may skip.
+Only tests that need a GPU may skip, and the Python matrix (scripts/test-matrix),
+which names the libraries that have no wheel for its interpreter in
+DLBRIDGE_TEST_WITHOUT (e.g. "torch,jax"): test files that use one of those are
+not collected there, and the run's header lists them.
 """
 
 from __future__ import annotations
 
 import gc
 import os
+import pathlib
+import re
 import subprocess
 import sys
 import textwrap
@@ -17,6 +22,34 @@ import pytest
 
 import dlbridge
 from dlbridge._core import _testing
+
+WITHOUT = {name for name in os.environ.get("DLBRIDGE_TEST_WITHOUT", "").split(",") if name}
+_HERE = pathlib.Path(__file__).parent
+
+
+def _needs_missing(path: pathlib.Path) -> str | None:
+    """The library a test file uses that this interpreter lacks on purpose, if any."""
+    text = path.read_text(encoding="utf-8")
+    # Coarse on purpose: a file that names the library anywhere (an import, a producer spec "torch")
+    # is assumed to need it.
+    for name in sorted(WITHOUT):
+        if re.search(rf"\b{name}\b", text):
+            return name
+    return None
+
+
+_NOT_COLLECTED = {p.name: lib for p in sorted(_HERE.glob("test_*.py")) if (lib := _needs_missing(p))}
+
+
+def pytest_ignore_collect(collection_path, config):
+    return collection_path.name in _NOT_COLLECTED or None
+
+
+def pytest_report_header(config):
+    if _NOT_COLLECTED:
+        listed = ", ".join(f"{name} ({lib})" for name, lib in _NOT_COLLECTED.items())
+        return f"not collected, their library has no wheel for this Python: {listed}"
+    return None
 
 
 def _jax_setup() -> None:
@@ -28,12 +61,13 @@ def _jax_setup() -> None:
     jax.config.update("jax_platforms", "cpu")
 
 
-_jax_setup()
-
+if "jax" not in WITHOUT:
+    _jax_setup()
+    import jax.numpy  # noqa: E402,F401
+if "torch" not in WITHOUT:
+    import torch  # noqa: E402,F401
 # Importing torch and jax leaves ~10^6 long-lived objects; moving them out of
 # the collector's reach makes each gc.collect() below cost ms, not 0.3 s.
-import torch  # noqa: E402,F401  (imported for its objects, frozen below)
-import jax.numpy  # noqa: E402,F401
 gc.freeze()
 
 
