@@ -88,6 +88,15 @@ def test_the_catalogue_ships_inside_the_wheel_package():
     assert sorted(p.stem for p in shipped.glob("*.json")) == sorted(catalogue.LIBRARIES)
 
 
+def test_every_dlpack_error_carries_its_record_and_link():
+    for code, cls in dlbridge.errors.ERROR_CLASSES.items():
+        err = cls("message", "hint")
+        assert err.record is catalogue.by_code()[code]
+        assert err.link == f"docs/errors.md#{code}"
+    assert dlbridge.DLPackError("no code of its own").record is None
+    assert dlbridge.DLPackError("no code of its own").link is None
+
+
 def test_identify_links_codes_messages_and_unknowns():
     assert catalogue.identify("anything", "ReadOnlyError", "read_only") == "dlbridge.read_only"
     assert catalogue.identify("DLPack only supports native byte order.", "BufferError") == "numpy.non_native_byte_order"
