@@ -103,3 +103,26 @@ def test_identify_links_codes_messages_and_unknowns():
     assert catalogue.identify("process died: what():  Storage size calculation overflowed with sizes=[6] and "
                               "strides=[-1]", "SIGABRT") == "torch.negative_strides_abort"
     assert catalogue.identify("the moon is made of cheese", "ValueError") == catalogue.UNCATALOGUED
+
+
+def _cuda_usable() -> bool:
+    try:
+        dlbridge.empty((1,), device="cuda:0")
+    except dlbridge.DLPackError:
+        return False
+    return True
+
+
+OWN_RUNNABLE = [r for r in catalogue.by_code().values() if r.fields["exampleFix"]["runnable"]]
+
+
+@pytest.mark.parametrize("record", OWN_RUNNABLE, ids=[r.id for r in OWN_RUNNABLE])
+def test_dlbridge_example_fix_fails_before_and_works_after(record):
+    if record.code == "device_unavailable" and _cuda_usable():
+        pytest.skip("this machine has the CUDA device that the example lacks")
+    fix = record.fields["exampleFix"]
+    with pytest.raises(dlbridge.DLPackError) as excinfo:
+        exec(compile(fix["setup"] + "\n" + fix["before"], record.id, "exec"), {})
+    assert excinfo.value.code == record.code
+    assert record.matches(f"{type(excinfo.value).__name__}: {excinfo.value}")
+    exec(compile(fix["setup"] + "\n" + fix["after"], record.id, "exec"), {})

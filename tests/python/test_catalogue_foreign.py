@@ -15,6 +15,8 @@ from dlbridge import catalogue
 from dlbridge._core import _testing
 
 REPRODUCED = ("numpy", "torch", "jax", "tvm_ffi")
+# torch.quantize_per_tensor warns that quantized tensors are deprecated; the record is about them.
+pytestmark = pytest.mark.filterwarnings("ignore:.*quantized tensor creation:UserWarning")
 DISTRIBUTIONS = {"numpy": "numpy", "torch": "torch", "jax": "jax", "tvm_ffi": "apache-tvm-ffi"}
 RECORDS = [r for r in catalogue.records() if r.library in REPRODUCED]
 RUNNABLE = [r for r in RECORDS if r.fields["exampleFix"]["runnable"]]
