@@ -53,6 +53,7 @@ def _broken(mutate):
     (lambda f: f["jax.unaligned_copy_false"].update(dlbridgeCall="dlbridge.convert(y, 'jax')"), "dlbridgeCall"),
     (lambda f: f["tvm_ffi.not_aligned"].update(handlingStrategy="pray"), "handlingStrategy"),
     (lambda f: f["dlbridge.read_only"].update(errorCode=None), "carry their code"),
+    (lambda f: f["cupy.vector_dtype"].update(evidence={"kind": "hearsay", "where": "a forum"}), "evidence needs"),
 ])
 def test_problems_are_found(mutate, complaint):
     found = _broken(mutate)

@@ -31,6 +31,9 @@ SCHEMA = {
     "evidence": (dict,),
 }
 EXAMPLE_FIX = {"setup": str, "before": str, "after": str, "runnable": bool}
+# How a record's message is known: raised by this repository's tests (dlbridge's own,
+# or another library's with the pinned version), or only read from the library's source.
+EVIDENCE_KINDS = ("tested", "reproduced", "source")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -185,6 +188,9 @@ def problems(items=None) -> list[str]:
             found.append(f"{where}: exampleFix needs {EXAMPLE_FIX}")
         elif fix["runnable"] and not (fix["before"] and fix["after"]):
             found.append(f"{where}: a runnable exampleFix needs before and after")
+        evidence = f["evidence"]
+        if evidence.get("kind") not in EVIDENCE_KINDS or not isinstance(evidence.get("where"), str):
+            found.append(f"{where}: evidence needs a kind in {EVIDENCE_KINDS} and where it was seen")
         if not f["solutions"] or not f["triggerScenarios"]:
             found.append(f"{where}: solutions and triggerScenarios must not be empty")
         if not _compiles(f["messagePattern"]):
