@@ -36,9 +36,10 @@ EXAMPLE_FIX = {"setup": str, "before": str, "after": str, "runnable": bool}
 EVIDENCE_KINDS = ("tested", "reproduced", "source")
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)
 class Record:
-    """One catalogue entry; ``fields`` is the JSON object exactly as stored (camelCase keys)."""
+    """One catalogue entry; ``fields`` is the JSON object exactly as stored (camelCase keys).
+    Records are loaded once, so identity is equality (and they hash)."""
 
     fields: dict
 
