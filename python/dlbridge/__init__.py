@@ -30,9 +30,10 @@ from .errors import (
     UnsupportedDTypeError,
     VersionError,
 )
+from .explain import explain
 
 __all__ = [
-    "DLPACK_VERSION", "convert", "Device", "DeviceType", "DType", "Tensor", "__version__", "empty", "from_dlpack",
+    "DLPACK_VERSION", "convert", "explain", "Device", "DeviceType", "DType", "Tensor", "__version__", "empty", "from_dlpack",
     "inspect_capsule", "to_dlpack", "ConsumedCapsuleError", "CopyRequiredError", "DeviceUnavailableError",
     "DLPackError", "InvalidTensorError", "LayoutError", "ReadOnlyError", "StreamError",
     "UnsupportedDeviceError", "UnsupportedDTypeError", "VersionError",

@@ -382,8 +382,11 @@ def _exchange_api(p):
 # -- running and reporting ------------------------------------------------------------------------
 
 def run(producer: Producer) -> list[dict]:
+    from .catalogue import identify
+
     results = []
     for ident, text, fn in RULES:
+        catalogue = None  # the catalogue id of the error a failing rule raised
         try:
             ok, evidence = fn(producer)
             status = PASS if ok else FAIL
@@ -393,7 +396,8 @@ def run(producer: Producer) -> list[dict]:
             status, evidence = ERROR, str(exc)
         except Exception as exc:
             status, evidence = FAIL, f"raised {type(exc).__name__}: {str(exc)[:160]}"
-        results.append({"rule": ident, "text": text, "status": status, "evidence": evidence})
+            catalogue = identify(str(exc), type(exc).__name__, getattr(exc, "code", None))
+        results.append({"rule": ident, "text": text, "status": status, "evidence": evidence, "catalogue": catalogue})
     return results
 
 
@@ -406,6 +410,8 @@ def render(target: str, results: list[dict], color: bool = False) -> str:
         if color:
             mark = f"\033[{paint[r['status']]}m{mark}\033[0m"
         lines.append(f"{mark}  {r['rule'].ljust(width)}  {r['text']}\n      {' ' * width}  evidence: {r['evidence']}")
+        if r.get("catalogue"):
+            lines.append(f"      {' ' * width}  catalogue: {r['catalogue']}")
     counts = {s: sum(r["status"] == s for r in results) for s in (PASS, FAIL, NA, ERROR)}
     summary = f"{counts[PASS]} passed, {counts[FAIL]} failed, {counts[NA]} not observable"
     lines.append(summary + (f", {counts[ERROR]} could not be checked" if counts[ERROR] else ""))

@@ -26,7 +26,7 @@ def _check(args) -> int:
 def _explain(args) -> int:
     from .explain import main as explain_main
 
-    return explain_main(args.code)
+    return explain_main(args.text, as_json=args.json)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -49,8 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.set_defaults(run=_check)
 
-    p = sub.add_parser("explain", help="the documented entry of an error code (docs/errors.md)")
-    p.add_argument("code", help="an error code such as read_only")
+    p = sub.add_parser("explain", help="cause and fix of a DLPack error: a code, or any library's message")
+    p.add_argument("text", help="an error code such as read_only, a pasted message or traceback, or - for stdin")
+    p.add_argument("--json", action="store_true", help="print the matching catalogue records as JSON")
     p.set_defaults(run=_explain)
     return parser
 

@@ -2,8 +2,8 @@
 
 Every class subclasses :class:`DLPackError`, itself a :class:`BufferError`, so
 code that already falls back on ``BufferError`` keeps working. ``code`` is a
-stable string (documented in docs/errors.md, shown by ``dlbridge explain``) and
-``hint`` says what to do about it.
+stable string (documented in docs/errors.md, shown by ``dlbridge explain``),
+``hint`` says what to do about it, and ``record`` / ``link`` lead to its catalogue entry.
 """
 
 from __future__ import annotations
@@ -18,6 +18,20 @@ class DLPackError(BufferError):
         super().__init__(f"{message} {hint}" if hint else message)
         self.message = message
         self.hint = hint
+
+    @property
+    def record(self):
+        """This error's catalogue entry (a ``dlbridge.catalogue.Record``), found from ``code``."""
+        # Imported here: the JSON catalogue is read only when an entry is asked for.
+        from .catalogue import by_code
+
+        return by_code().get(self.code)
+
+    @property
+    def link(self) -> str | None:
+        """Where the entry is documented, e.g. ``docs/errors.md#read_only``."""
+        record = self.record
+        return record.link if record is not None else None
 
 
 class UnsupportedDeviceError(DLPackError):

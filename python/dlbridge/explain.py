@@ -1,107 +1,129 @@
-"""``dlbridge explain CODE``: the documented entry of an error code.
-
-docs/errors.md is the single source: the package is installed editable, so the
-page is found next to the sources rather than shipped twice.
-"""
+"""``dlbridge explain TEXT|CODE|-`` and ``dlbridge.explain(exc_or_text)``: which library
+raised a DLPack error, why, and the fix, from the catalogue (dlbridge/catalogue/*.json)."""
 
 from __future__ import annotations
 
-import dataclasses
-import os
-import pathlib
+import json
 import re
 import sys
+import textwrap
 
-FIELDS = (
-    "Exception",
-    "Message pattern",
-    "Trigger scenarios",
-    "Common situations",
-    "Solutions",
-    "Example fix",
-)
+from . import catalogue
+from .catalogue import LIBRARY_NAMES, Record
 
-_ENTRY = re.compile(r"^## `([a-z_]+)`\s*$", re.MULTILINE)
-_FIELD = re.compile(r"^\*\*(%s)(?::\*\*|\*\*)" % "|".join(map(re.escape, FIELDS)), re.MULTILINE)
+# A single word of this shape is looked up as a code or record id, not as a message.
+_IDENTIFIER = re.compile(r"^[A-Za-z_][\w.]*$")
 
 
-@dataclasses.dataclass(frozen=True)
-class Entry:
-    code: str
-    text: str  # the whole section, heading included, as printed by explain
-    fields: dict
-
-    @property
-    def exception(self) -> str:
-        return self.fields["Exception"].strip().strip("`")
-
-    @property
-    def pattern(self) -> str:
-        # The regex sits in one code span; backticks never occur inside it.
-        value = self.fields["Message pattern"].strip()
-        if value.startswith("`") and value.endswith("`"):
-            return value[1:-1]
-        return value
+def _lookup(key: str) -> list[Record]:
+    record = catalogue.by_code().get(key) or catalogue.by_id().get(key)
+    return [record] if record else []
 
 
-def errors_doc_path() -> pathlib.Path | None:
-    """Where docs/errors.md is: $DLBRIDGE_ERRORS_DOC; else the source tree's (always current
-    in a checkout); else the copy a wheel installs beside the extension module."""
-    override = os.environ.get("DLBRIDGE_ERRORS_DOC")
-    if override:
-        return pathlib.Path(override)
-    here = pathlib.Path(__file__).resolve().parent
-    # python/dlbridge/ -> repository root; also tolerate a flat layout.
-    candidates = [root / "docs" / "errors.md" for root in (here.parents[1], here.parent)]
-    try:
-        from . import _core
+def explain(exc_or_text) -> list[Record]:
+    """The catalogue records of an exception or a message, best first; empty when unknown.
 
-        candidates.append(pathlib.Path(_core.__file__).resolve().parent / "errors.md")
-    except ImportError:
-        pass
-    candidates.append(here / "errors.md")
-    for candidate in candidates:
-        if candidate.is_file():
-            return candidate
-    return None
-
-
-def parse(text: str) -> dict[str, Entry]:
-    entries = {}
-    heads = list(_ENTRY.finditer(text))
-    for i, head in enumerate(heads):
-        end = heads[i + 1].start() if i + 1 < len(heads) else len(text)
-        body = text[head.start():end].rstrip() + "\n"
-        fields = {}
-        marks = list(_FIELD.finditer(body))
-        for j, mark in enumerate(marks):
-            stop = marks[j + 1].start() if j + 1 < len(marks) else len(body)
-            fields[mark.group(1)] = body[mark.end():stop].strip()
-        entries[head.group(1)] = Entry(head.group(1), body, fields)
-    return entries
+    A DLPackError is looked up by its ``.code``. Anything else is matched by text
+    (for exceptions, ``"ClassName: message"``), so a whole pasted traceback works too.
+    """
+    code = getattr(exc_or_text, "code", None)
+    if isinstance(exc_or_text, BaseException):
+        if isinstance(code, str) and code in catalogue.by_code():
+            return [catalogue.by_code()[code]]
+        text = f"{type(exc_or_text).__name__}: {exc_or_text}"
+    elif isinstance(exc_or_text, str):
+        text = exc_or_text.strip()
+    else:
+        raise TypeError(f"explain() takes an exception or a message, not {type(exc_or_text).__name__}")
+    if _IDENTIFIER.match(text):
+        found = _lookup(text)
+        if found:
+            return found
+    return catalogue.matching(text)
 
 
-def load() -> dict[str, Entry]:
-    path = errors_doc_path()
-    if path is None:
-        raise FileNotFoundError(
-            "docs/errors.md was not found next to the dlbridge sources; "
-            "set DLBRIDGE_ERRORS_DOC to its path"
-        )
-    return parse(path.read_text(encoding="utf-8"))
+def related(found: list[Record]) -> list[Record]:
+    """dlbridge's own entries for the situations of other libraries' records in found."""
+    out = []
+    for record in found:
+        own = record.dlbridge_record
+        if record.library != "dlbridge" and own is not None and own not in found and own not in out:
+            out.append(own)
+    return out
 
 
-def main(code: str, out=None) -> int:
-    out = out or sys.stdout
-    try:
-        entries = load()
-    except OSError as exc:
-        print(f"dlbridge explain: {exc}", file=sys.stderr)
-        return 1
-    entry = entries.get(code.strip().strip("`"))
-    if entry is None:
-        print(f"dlbridge explain: unknown error code {code!r}", file=sys.stderr)
-        print("known codes: " + ", ".join(sorted(entries)), file=sys.stderr)
-        return 2
-    out.write(entry.text)
-    return 0
+def _indent(text: str, prefix: str = "    ") -> str:
+    return textwrap.indent(text, prefix)
+
+
+def render(record: Record) -> str:
+    """One record as the terminal shows it."""
+    f = record.fields
+    if record.library == "dlbridge":
+        head = f"dlbridge error `{record.code}` ({f['errorClass']})"
+    else:
+        versions = ", ".join(f["libraryVersions"]) or "read from its source, not run here"
+        head = f"{LIBRARY_NAMES[record.library]} ({versions}) raised {f['errorClass']}: {record.id}"
+    lines = [head, f"  pattern: {record.pattern}", "  why:"]
+    lines += [f"    - {t}" for t in f["triggerScenarios"]]
+    lines.append("  common situations:")
+    lines += [f"    - {t}" for t in f["commonSituations"]]
+    lines.append("  fix, in order:")
+    lines += [f"    {i}. {s}" for i, s in enumerate(f["solutions"], 1)]
+    if record.library != "dlbridge":
+        if f["dlbridgeCall"]:
+            lines.append(f"  with dlbridge: {f['dlbridgeCall']}")
+        own = record.dlbridge_record
+        if own is not None:
+            lines.append(f"  dlbridge's code for the same situation: {own.code}")
+    fix = f["exampleFix"]
+    setup = fix["setup"] + "\n" if fix["setup"] else ""
+    lines += ["  before:", _indent(setup + fix["before"]), "  after:", _indent(setup + fix["after"])]
+    lines += [f"  handling: {f['handlingStrategy']}", _indent(f["tryCatchPattern"])]
+    lines.append("  prevention:")
+    lines += [f"    - {t}" for t in f["preventionTips"]]
+    lines.append(f"  entry: {record.link}")
+    return "\n".join(lines) + "\n"
+
+
+def report(text: str) -> tuple[dict, int]:
+    """What explain says about text, as JSON-ready data, and the exit status."""
+    found = explain(text)
+    if found:
+        return {"query": text, "recognised": True, "matches": [r.as_dict() for r in found],
+                "related": [r.as_dict() for r in related(found)], "closest": []}, 0
+    closest = [{"id": r.id, "score": score} for r, score in catalogue.closest(text)]
+    return {"query": text, "recognised": False, "matches": [], "related": [], "closest": closest}, 2
+
+
+def _print_text(data: dict, out, err) -> None:
+    by_id = catalogue.by_id()
+    if data["recognised"]:
+        for fields in data["matches"]:
+            out.write(render(by_id[fields["id"]]) + "\n")
+        for fields in data["related"]:
+            out.write("what dlbridge says in the same situation:\n" + render(by_id[fields["id"]]) + "\n")
+        return
+    query = data["query"]
+    if _IDENTIFIER.match(query):
+        err.write(f"dlbridge explain: unknown error code {query!r}\n")
+        err.write("known codes: " + ", ".join(sorted(catalogue.by_code())) + "\n")
+    else:
+        err.write("dlbridge explain: message not recognised; no catalogue record matches it.\n")
+    if data["closest"]:
+        err.write("closest records (not matches):\n")
+        for item in data["closest"]:
+            err.write(f"  {item['id']}  (shared words {item['score']:.2f})  {by_id[item['id']].link}\n")
+
+
+def main(text: str, as_json: bool = False, out=None, err=None, stdin=None) -> int:
+    out, err = out or sys.stdout, err or sys.stderr
+    if text == "-":
+        text = (stdin or sys.stdin).read()
+    data, status = report(text.strip())
+    if as_json:
+        json.dump(data, out, indent=2, ensure_ascii=False)
+        out.write("\n")
+    else:
+        _print_text(data, out, err)
+    return status

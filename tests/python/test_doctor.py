@@ -119,3 +119,15 @@ def test_renderers(report):
     for forbidden in ("<script", "<link", "http://", "https://", "src="):
         assert forbidden not in page
     assert page.count("<tr>") >= 2 * len(report["pairs"])
+
+
+def test_every_direct_failure_links_to_its_catalogue_record(report):
+    from dlbridge.catalogue import UNCATALOGUED, by_id
+
+    failures = [(p["producer"], p["consumer"], f) for p in report["pairs"] for f in p["direct"]["failures"]]
+    assert failures
+    uncatalogued = [(prod, cons, f["case"], f["error"]) for prod, cons, f in failures if f["catalogue"] == UNCATALOGUED]
+    assert not uncatalogued, "add these messages to python/dlbridge/catalogue/"
+    assert all(f["catalogue"] in by_id() for _, _, f in failures)
+    negative = next(f for prod, cons, f in failures if (prod, cons, f["case"]) == ("numpy", "torch", "negative"))
+    assert negative["catalogue"] == "torch.negative_strides_abort"

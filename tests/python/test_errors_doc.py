@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import dlbridge
-from dlbridge import explain
+from dlbridge import catalogue
 from dlbridge._core import _testing
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -18,7 +18,7 @@ PLAIN_PYTHON = {"invalid_argument", "out_of_memory"}
 
 
 def entries():
-    return explain.load()
+    return catalogue.by_code()
 
 
 def codes_in_sources() -> set:

@@ -44,7 +44,7 @@ def test_dtype_and_device_hash_like_what_they_equal():
 def test_padded_subbyte_legacy_refusal_is_documented():
     import re
 
-    from dlbridge import explain
+    from dlbridge import catalogue
 
     t = _padded_uint4([1, 2, 3, 4])
     try:
@@ -52,6 +52,6 @@ def test_padded_subbyte_legacy_refusal_is_documented():
     except dlbridge.LayoutError as e:
         assert e.code == "unsupported_layout"
         assert "max_version=(1, 3)" in e.hint
-        assert re.search(explain.load()["unsupported_layout"].pattern, str(e))
+        assert re.search(catalogue.by_code()["unsupported_layout"].pattern, str(e))
     else:
         raise AssertionError("a padded sub-byte tensor left as a legacy capsule")

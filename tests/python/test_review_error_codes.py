@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import dlbridge
-from dlbridge import explain
+from dlbridge import catalogue
 from dlbridge._core import _testing
 
 from conftest import check_error
@@ -83,7 +83,7 @@ def test_code_class_and_a_named_fix(case):
     message = check_error(info, cls, code)
     assert re.search(fix, info.value.hint), f"hint names no fix ({fix!r}): {info.value.hint!r}"
     assert message.endswith(info.value.hint)
-    pattern = explain.load()[code].pattern
+    pattern = catalogue.by_code()[code].pattern
     assert re.search(pattern, message), f"docs/errors.md pattern {pattern!r} misses {message!r}"
 
 
@@ -96,4 +96,4 @@ def test_unsupported_device_on_import_states_the_contract_sentence():
     with pytest.raises(dlbridge.UnsupportedDeviceError) as info:
         dlbridge.from_dlpack(capsule)
     message = check_error(info, dlbridge.UnsupportedDeviceError, "unsupported_device_type")
-    assert re.search(explain.load()["unsupported_device_type"].pattern, message), message
+    assert re.search(catalogue.by_code()["unsupported_device_type"].pattern, message), message

@@ -51,6 +51,14 @@ def plan(names=None, number=50, repeat=5):
     return present, driven, missing, bridge, [c.name for c in cases], tasks
 
 
+def _catalogue_id(error: dict | None) -> str:
+    """The catalogue record of the message a failure met (`dlbridge explain ID`), or "uncatalogued"."""
+    from dlbridge.catalogue import identify
+
+    error = error or {}
+    return identify(error.get("message") or "", error.get("type") or "", error.get("code"))
+
+
 def _summarise(results: list) -> dict:
     counts = {}
     for r in results:
@@ -69,7 +77,8 @@ def _summarise(results: list) -> dict:
     if readonly is None:
         ro = next((r for r in results if r["case"] == "read-only"), None)
         readonly = "refused" if ro and ro["status"] in BROKEN else "n/a"
-    failures = [{"case": r["case"], "status": r["status"], "error": r["error"]} for r in tried if r["status"] in BROKEN]
+    failures = [{"case": r["case"], "status": r["status"], "error": r["error"], "catalogue": _catalogue_id(r["error"])}
+                for r in tried if r["status"] in BROKEN]
     copies = [{"case": r["case"], "note": r.get("note")} for r in tried if r["status"] == "copy"]
     return {"summary": label, "counts": counts, "readonly": readonly, "failures": failures, "copies": copies}
 

@@ -37,6 +37,15 @@ def _error(err: dict | None) -> str:
     return f"{err.get('type', '')}{code}: {err.get('message', '')}{hint}"
 
 
+def _catalogue_link(ident: str) -> str:
+    from dlbridge.catalogue import by_id
+
+    record = by_id().get(ident)
+    if record is None:
+        return f"<small>[{html.escape(ident)}]</small>"
+    return f'<small>[<a href="{html.escape(record.link)}">{html.escape(ident)}</a>]</small>'
+
+
 def render(report: dict) -> str:
     e = html.escape
     parts = [
@@ -89,7 +98,7 @@ def render(report: dict) -> str:
         parts.append("<h2>Failures</h2><ul>")
         for p, f in failures:
             parts.append(f"<li>{e(p['producer'])} → {e(p['consumer'])} <b>{e(f['case'])}</b>: "
-                         f"{e(f['status'])} — {e(_error(f['error']))}</li>")
+                         f"{e(f['status'])} — {e(_error(f['error']))} {_catalogue_link(f['catalogue'])}</li>")
         parts.append("</ul>")
     parts.append("</body></html>\n")
     return "\n".join(parts)

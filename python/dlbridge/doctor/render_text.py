@@ -64,13 +64,15 @@ def render(report: dict, color: bool = False) -> str:
     _table(rows, color, out)
     broken = [(p, f) for p in report["pairs"] for f in p["direct"]["failures"]]
     if broken:
-        out.write("\n" + bold("Direct-path failures") + " (✓ = dlbridge.convert succeeds there)\n")
+        out.write("\n" + bold("Direct-path failures") + " (✓ = dlbridge.convert succeeds there; "
+                  "`dlbridge explain ID` for the catalogue entry)\n")
         for p, f in broken:
             fixed = "✓" if f["case"] in p["fixed_by_dlbridge"] else " "
             err = f["error"] or {}
             code = f" [{err['code']}]" if err.get("code") else ""
             out.write(f"  {fixed} {p['producer']} -> {p['consumer']} {f['case']}: "
-                      f"{_paint(f['status'], color)} {err.get('type', '')}{code}: {err.get('message', '')[:110]}\n")
+                      f"{_paint(f['status'], color)} {err.get('type', '')}{code}: {err.get('message', '')[:110]}\n"
+                      f"      catalogue: {f['catalogue']}\n")
     via_broken = [(p, f) for p in report["pairs"] for f in p["dlbridge"]["failures"]]
     if via_broken:
         out.write("\n" + bold("Refused or failed through dlbridge") + " (code and fix)\n")
