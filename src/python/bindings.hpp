@@ -58,6 +58,9 @@ void set_python_error(std::exception_ptr error) noexcept;
 // --- types.cpp
 void bind_types(nb::module_& m);
 Device device_from_python(nb::handle value);
+// What owner.__dlpack_device__() returned, checked: a TypeError unless it
+// is a (device_type, device_id) tuple of ints.
+Device device_from_dlpack_device(nb::handle result, nb::handle owner);
 DType dtype_from_python(nb::handle value);
 std::optional<abi::DLPackVersion> max_version_from_python(nb::handle value);
 std::optional<Device> dl_device_from_python(nb::handle value);

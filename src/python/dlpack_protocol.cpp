@@ -43,8 +43,7 @@ nb::object default_stream_for(DeviceType type) {
 }
 
 nb::object stream_for_producer(nb::handle x) {
-  nb::tuple device = nb::borrow<nb::tuple>(x.attr("__dlpack_device__")());
-  return default_stream_for(DeviceType(nb::cast<int32_t>(device[0])));
+  return default_stream_for(device_from_dlpack_device(x.attr("__dlpack_device__")(), x).type);
 }
 
 // Only types with __dlpack__ are entered, so a hit also answers "is this a
