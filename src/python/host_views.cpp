@@ -80,8 +80,9 @@ void check_buffer_request(const TensorView& v, int flags) {
 
 int tensor_getbuffer(PyObject* self, Py_buffer* view, int flags) {
   try {
-    const Tensor& t = *nb::inst_ptr<Tensor>(self);
-    const TensorView& v = t.view();
+    const Tensor* t = as_tensor(nb::handle(self));
+    if (t == nullptr) throw nb::type_error("This dlbridge.Tensor was never initialised.");
+    const TensorView& v = t->view();
     check_buffer_request(v, flags);
     const int64_t itemsize = v.dtype().element_bytes();
     auto* dims = new Py_ssize_t[size_t(2 * v.ndim() + 1)];

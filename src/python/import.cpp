@@ -49,6 +49,9 @@ Tensor import_from_producer(nb::handle x, ProducerType& known, const ExchangeReq
 
 Tensor import_object(nb::handle x, const ExchangeRequest& request) {
   if (const Tensor* t = as_tensor(x)) return finish_import(*t, request, false);
+  if (PyObject_TypeCheck(x.ptr(), tensor_type()))
+    throw nb::type_error("This dlbridge.Tensor was never initialised (made by Tensor.__new__); "
+                         "it holds no tensor.");
   if (PyCapsule_CheckExact(x.ptr()))
     return finish_import(tensor_from_managed(consume_capsule(x)), request, false);
   if (ProducerType* known = find_producer(x)) {

@@ -112,3 +112,25 @@ def test_tuple_subclass_with_lying_len_is_read_by_its_real_items(items, claimed)
             dlbridge.DType(value)
     with pytest.raises(TypeError, match="device"):
         dlbridge.empty(2, device=value)
+
+
+def uninitialised_tensor_uses():
+    t = dlbridge.Tensor.__new__(dlbridge.Tensor)
+    return [
+        lambda: np.from_dlpack(t), lambda: dlbridge.from_dlpack(t), lambda: dlbridge.to_dlpack(t),
+        lambda: memoryview(t), lambda: np.asarray(t), lambda: t.__dlpack__(),
+        lambda: t.__dlpack__(max_version=(1, 3)), lambda: t.__dlpack_device__(), lambda: t.shape,
+        lambda: t.__array_interface__, lambda: t.copy(), lambda: t.copy_unpacked(), lambda: repr(t),
+        lambda: dlbridge.convert(t, "numpy"), lambda: dlbridge.convert(t, "torch"),
+    ]
+
+
+@pytest.mark.filterwarnings("ignore:nanobind")
+def test_uninitialised_tensor_is_refused_everywhere():
+    # Tensor.__new__(Tensor) runs no constructor; it used to be read as a
+    # tensor with garbage fields (and imported through its own exchange API,
+    # recursing until the stack overflowed).
+    for _ in range(50):
+        for use in uninitialised_tensor_uses():
+            with pytest.raises(TypeError):
+                use()
