@@ -5,6 +5,7 @@
 #include <string>
 
 #include "array_like.hpp"
+#include "gil.hpp"
 
 namespace dlbridge::python {
 
@@ -20,7 +21,7 @@ struct PythonOwner {
 
   ~PythonOwner() {
     if (!Py_IsInitialized() || python_is_finalizing()) return;
-    PyGILState_STATE state = PyGILState_Ensure();
+    PyGILState_STATE state = ensure_gil();
     if (has_buffer) PyBuffer_Release(&buffer);
     Py_XDECREF(object);
     PyGILState_Release(state);

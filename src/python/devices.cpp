@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "array_like.hpp"
+#include "gil.hpp"
 #include "devices.hpp"
 
 namespace dlbridge::python {
@@ -19,7 +20,7 @@ namespace {
 std::vector<std::string> wheel_runtime_dirs() {
   std::vector<std::string> dirs;
   if (!Py_IsInitialized() || python_is_finalizing()) return dirs;
-  PyGILState_STATE state = PyGILState_Ensure();
+  PyGILState_STATE state = ensure_gil();
   PyObject* path = PySys_GetObject("path");  // borrowed
   if (path != nullptr && PyList_Check(path)) {
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(path); ++i) {

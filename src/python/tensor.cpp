@@ -9,6 +9,7 @@
 #include <dlbridge/backend/transfer.hpp>
 
 #include "bindings.hpp"
+#include "gil.hpp"
 
 namespace dlbridge::python {
 
@@ -96,7 +97,7 @@ Tensor copy_tensor(const Tensor& source, Device target, StreamArg consumer_strea
   options.stream = consumer_stream;
   Tensor out;
   {
-    nb::gil_scoped_release unlocked;  // large copies run without the GIL
+    GilReleased unlocked;  // large copies run without the GIL
     out = tensor_from_managed(copy_to_device(source.view(), target, options));
   }
   return out;
@@ -206,7 +207,7 @@ void bind_tensor(nb::module_& m) {
            [](const Tensor& t) {
              ManagedTensor out;
              {
-               nb::gil_scoped_release unlocked;
+               GilReleased unlocked;
                out = copy_unpacked(t.view());
              }
              return wrap_tensor(tensor_from_managed(std::move(out)));
