@@ -90,6 +90,22 @@ std::vector<int64_t> element_strides(const std::vector<int64_t>& byte_strides, i
   return out;
 }
 
+// The data pointer of an array interface: an int in 0 .. 2**64-1.
+uintptr_t address_from(nb::handle value, const char* name) {
+  if (!PyLong_Check(value.ptr()) || PyBool_Check(value.ptr()))
+    throw nb::type_error((std::string(name) + " data pointer must be an int, got " +
+                          nb::inst_name(value).c_str() + ".")
+                             .c_str());
+  const unsigned long long address = PyLong_AsUnsignedLongLong(value.ptr());
+  if (address == static_cast<unsigned long long>(-1) && PyErr_Occurred()) {
+    PyErr_Clear();
+    detail::fail(ErrorCode::invalid_argument,
+                 std::string(name) + " data pointer " +
+                     utf8_of(nb::repr(value)) + " is not an address (0 .. 2**64-1).");
+  }
+  return uintptr_t(address);
+}
+
 Tensor tensor_over(std::shared_ptr<PythonOwner> owner, void* data, DType dtype,
                    const std::vector<int64_t>& shape, const std::vector<int64_t>& strides,
                    Device device, uint64_t flags) {
@@ -111,7 +127,11 @@ ArrayInterface read_array_interface(nb::handle interface, const char* name,
   if (!PyTuple_Check(data.ptr()) || PyTuple_GET_SIZE(data.ptr()) != 2)
     throw nb::type_error((std::string(name) + " 'data' must be a (pointer, read_only) tuple.").c_str());
   ArrayInterface out;
-  const std::string typestr = nb::cast<std::string>(d["typestr"]);
+  if (!PyUnicode_Check(d["typestr"].ptr()))
+    throw nb::type_error((std::string(name) + " 'typestr' must be a str, got " +
+                          nb::inst_name(d["typestr"]).c_str() + ".")
+                             .c_str());
+  const std::string typestr = utf8_of(d["typestr"]);
   if (dtype_override) {
     out.dtype = *dtype_override;
     // ml_dtypes describes its types as opaque bytes, or as 'f' for some
@@ -124,8 +144,11 @@ ArrayInterface read_array_interface(nb::handle interface, const char* name,
   } else {
     out.dtype = dtype_from_typestr(typestr);
   }
-  out.address = nb::cast<uintptr_t>(nb::borrow<nb::tuple>(data)[0]);
-  out.readonly = nb::cast<bool>(nb::borrow<nb::tuple>(data)[1]);
+  out.address = address_from(PyTuple_GET_ITEM(data.ptr(), 0), name);
+  // NumPy reads the flag by its truth value; so does dlbridge.
+  const int readonly = PyObject_IsTrue(PyTuple_GET_ITEM(data.ptr(), 1));
+  if (readonly < 0) throw nb::python_error();
+  out.readonly = readonly != 0;
   if (out.readonly) out.flags |= DLBRIDGE_FLAG_READ_ONLY;
   out.shape = ints_from_python(d["shape"], std::string(name) + " 'shape'");
   if (d.contains("strides") && !d["strides"].is_none())
@@ -164,8 +187,8 @@ Tensor import_array_interface(nb::handle x, nb::handle interface) {
 // extension dtype (ml_dtypes' bfloat16 and float8 types) still names its
 // dtype, and its memory is described by __array_interface__.
 std::optional<Tensor> import_extension_dtype(nb::handle x) {
-  nb::object interface = nb::getattr(x, "__array_interface__", nb::none());
-  nb::object dtype = nb::getattr(x, "dtype", nb::none());
+  nb::object interface = attribute_or_none(x, "__array_interface__");
+  nb::object dtype = attribute_or_none(x, "dtype");
   if (interface.is_none() || dtype.is_none()) return std::nullopt;
   std::optional<DType> parsed;
   try {

@@ -54,6 +54,13 @@ void register_error_translator(nb::module_& m);
 // exception stands for. Used by raw slots and C function pointers, which
 // return -1 instead of letting an exception cross.
 void set_python_error(std::exception_ptr error) noexcept;
+// getattr(x, name, None) as Python defines it: only an AttributeError means
+// "absent"; any other exception raised by a property (KeyboardInterrupt
+// included) propagates.
+nb::object attribute_or_none(nb::handle x, const char* name);
+// The UTF-8 text of a str; a str that has none (lone surrogates) raises
+// UnicodeEncodeError, a ValueError, instead of nanobind's bare cast_error.
+std::string utf8_of(nb::handle text);
 
 // --- types.cpp
 void bind_types(nb::module_& m);

@@ -87,7 +87,9 @@ Tensor import_cuda_array_interface(nb::handle x, nb::handle interface) {
     nb::handle stream = d["stream"];
     if (!PyLong_Check(stream.ptr()) || PyBool_Check(stream.ptr()))
       bad_interface("'stream' must be None or an int.");
-    const auto value = nb::cast<int64_t>(stream);
+    int overflow = 0;
+    const int64_t value = PyLong_AsLongLongAndOverflow(stream.ptr(), &overflow);
+    if (overflow != 0) bad_interface("'stream' does not fit in 64 bits.");
     if (value == 0)
       detail::fail(ErrorCode::invalid_stream,
                    "__cuda_array_interface__ stream=0 is invalid: it is ambiguous between the "

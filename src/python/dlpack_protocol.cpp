@@ -152,7 +152,8 @@ ManagedTensor import_dlpack_once(nb::handle x, ProducerType& known,
 
 ProducerType* find_producer(nb::handle x) {
   ProducerType* known = known_producer(Py_TYPE(x.ptr()));
-  if (known == nullptr && nb::hasattr(x, "__dlpack__")) known = &learn_producer(Py_TYPE(x.ptr()));
+  if (known == nullptr && !attribute_or_none(x, "__dlpack__").is_none())
+    known = &learn_producer(Py_TYPE(x.ptr()));
   return known;
 }
 

@@ -65,10 +65,10 @@ Tensor import_object(nb::handle x, const ExchangeRequest& request) {
     }
   }
   if (PyObject_CheckBuffer(x.ptr())) return finish_import(import_buffer(x), request, false);
-  nb::object interface = nb::getattr(x, "__array_interface__", nb::none());
+  nb::object interface = attribute_or_none(x, "__array_interface__");
   if (!interface.is_none())
     return finish_import(import_array_interface(x, interface), request, false);
-  nb::object cuda_interface = nb::getattr(x, "__cuda_array_interface__", nb::none());
+  nb::object cuda_interface = attribute_or_none(x, "__cuda_array_interface__");
   if (!cuda_interface.is_none())
     return finish_import(import_cuda_array_interface(x, cuda_interface), request, false);
   throw nb::type_error((std::string("dlbridge.from_dlpack cannot read a ") +
@@ -115,7 +115,7 @@ void bind_import(nb::module_& m) {
           Device target = device_from_python(device);
           require_served(target);
           std::vector<int64_t> dims;
-          if (PyLong_Check(shape.ptr())) dims.push_back(nb::cast<int64_t>(shape));
+          if (PyLong_Check(shape.ptr())) dims = ints_from_python(nb::make_tuple(shape), "shape");
           else dims = ints_from_python(shape, "shape");
           Tensor host = tensor_from_managed(allocate_compact(dtype_from_python(dtype), dims));
           // Device memory comes from the device's backend, by the one path

@@ -60,6 +60,14 @@ std::vector<nb::object> exact_items(nb::handle value) {
   return out;
 }
 
+// A Device or DType made by __new__ alone holds no value.
+nb::handle initialised(nb::handle value) {
+  if (!nb::inst_ready(value))
+    bad_argument(std::string("This ") + nb::inst_name(value).c_str() +
+                 " was never initialised (made by __new__).");
+  return value;
+}
+
 // torch reports its FP4 type by a name with an underscore before the lanes.
 std::string normalise_dtype_name(std::string name) {
   const std::string torch_prefix = "torch.";
@@ -102,9 +110,8 @@ nb::object device_type_to_python(DeviceType type) {
 }
 
 Device device_from_python(nb::handle value) {
-  if (nb::isinstance<Device>(value)) return nb::cast<Device>(value);
-  if (PyUnicode_Check(value.ptr()))
-    return parse_device(nb::cast<std::string>(value));
+  if (nb::isinstance<Device>(value)) return nb::cast<Device>(initialised(value));
+  if (PyUnicode_Check(value.ptr())) return parse_device(utf8_of(value));
   if (PyTuple_Check(value.ptr()) || PyList_Check(value.ptr())) {
     std::vector<nb::object> items = exact_items(value);
     if (items.size() != 2)
@@ -114,10 +121,10 @@ Device device_from_python(nb::handle value) {
   if (PyLong_Check(value.ptr())) return device_from_pair(value, nb::int_(0));
   // Other libraries' device objects (torch.device, jax devices) print as
   // "cpu" / "cuda:0" or similar.
-  if (nb::hasattr(value, "__dlpack_device__"))
-    return device_from_dlpack_device(value.attr("__dlpack_device__")(), value);
+  nb::object dlpack_device = attribute_or_none(value, "__dlpack_device__");
+  if (!dlpack_device.is_none()) return device_from_dlpack_device(dlpack_device(), value);
   try {
-    return parse_device(nb::cast<std::string>(nb::str(value)));
+    return parse_device(utf8_of(nb::str(value)));
   } catch (const Error&) {
     bad_argument(std::string("Cannot read a device from ") +
                  nb::inst_name(value).c_str() +
@@ -127,9 +134,8 @@ Device device_from_python(nb::handle value) {
 }
 
 DType dtype_from_python(nb::handle value) {
-  if (nb::isinstance<DType>(value)) return nb::cast<DType>(value);
-  if (PyUnicode_Check(value.ptr()))
-    return parse_dtype(normalise_dtype_name(nb::cast<std::string>(value)));
+  if (nb::isinstance<DType>(value)) return nb::cast<DType>(initialised(value));
+  if (PyUnicode_Check(value.ptr())) return parse_dtype(normalise_dtype_name(utf8_of(value)));
   if (PyTuple_Check(value.ptr())) {
     std::vector<nb::object> t = exact_items(value);
     if (t.size() != 3) bad_argument("A dtype tuple must be (code, bits, lanes).");
@@ -155,7 +161,7 @@ DType dtype_from_python(nb::handle value) {
                         : nb::str(named);
   if (!PyUnicode_Check(name.ptr()))
     bad_argument(std::string("Cannot read a dtype from ") + nb::inst_name(value).c_str());
-  return parse_dtype(normalise_dtype_name(nb::cast<std::string>(name)));
+  return parse_dtype(normalise_dtype_name(utf8_of(name)));
 }
 
 std::optional<abi::DLPackVersion> max_version_from_python(nb::handle value) {
