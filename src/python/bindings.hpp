@@ -105,7 +105,9 @@ extern PyType_Slot tensor_buffer_slots[];
 nb::dict array_interface(const Tensor& t);
 
 // --- import.cpp
-Tensor import_object(nb::handle x, const ExchangeRequest& request);
+// entry names the public function for the TypeError of an unreadable x.
+Tensor import_object(nb::handle x, const ExchangeRequest& request,
+                     const char* entry = "dlbridge.from_dlpack");
 void bind_import(nb::module_& m);
 
 // --- exchange.cpp

@@ -59,3 +59,40 @@ def test_uninitialised_device_or_dtype_argument_is_a_type_error(cls):
         cls(bare)
     with pytest.raises(TypeError, match="never initialised"):
         dlbridge.empty(2, **{"device" if cls is dlbridge.Device else "dtype": bare})
+
+
+def capsule_named(raw_name: bytes):
+    """A capsule whose name is the given bytes (not necessarily UTF-8)."""
+    import ctypes
+
+    new = ctypes.pythonapi.PyCapsule_New
+    new.restype = ctypes.py_object
+    new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+    name = ctypes.create_string_buffer(raw_name)
+    capsule = new(ctypes.addressof(name), name, None)
+    return capsule, name  # the name must outlive the capsule
+
+
+@pytest.mark.parametrize("raw", [b"\xff\xfe", b"dltensor\xff", b"\xc3("])
+def test_capsule_with_a_non_utf8_name_is_not_a_dlpack_capsule(raw):
+    capsule, keep = capsule_named(raw)
+    with pytest.raises(TypeError, match="is not a DLPack capsule") as info:
+        dlbridge.from_dlpack(capsule)
+    assert "\\x" in str(info.value)
+    described = dlbridge.inspect_capsule(capsule)
+    assert described["name"] == raw.decode("utf-8", "backslashreplace")
+    assert described["versioned"] is False
+    del capsule, keep
+
+
+def test_to_dlpack_of_an_unreadable_object_names_to_dlpack():
+    with pytest.raises(TypeError, match=r"^dlbridge\.to_dlpack cannot read a int"):
+        dlbridge.to_dlpack(1)
+    with pytest.raises(TypeError, match=r"^dlbridge\.from_dlpack cannot read a int"):
+        dlbridge.from_dlpack(1)
+
+
+@pytest.mark.parametrize("triple", [(5, 8, 3), (2, 32, 2), (0, 4, 1), (17, 4, 2), (6, 8, 1)])
+def test_dtype_names_parse_back(triple):
+    t = dlbridge.DType(triple)
+    assert dlbridge.DType(t.name) == t
