@@ -76,9 +76,22 @@ DType dtype_from_typestr(const std::string& typestr) {
   unsupported_format("'" + typestr + "'");
 }
 
-std::vector<int64_t> element_strides(const std::vector<int64_t>& byte_strides, int64_t itemsize) {
+// Byte strides as element strides. A dimension that is never stepped along
+// (size 1, or any dimension of a tensor without elements) may carry any
+// byte stride, as NumPy and memoryview accept; one that is not a multiple
+// of the item size becomes 0, which describes the same memory.
+std::vector<int64_t> element_strides(const std::vector<int64_t>& byte_strides, int64_t itemsize,
+                                     const std::vector<int64_t>& shape) {
+  bool empty = false;
+  for (int64_t n : shape) empty = empty || n == 0;
   std::vector<int64_t> out;
-  for (int64_t s : byte_strides) {
+  for (size_t d = 0; d < byte_strides.size(); ++d) {
+    const int64_t s = byte_strides[d];
+    const bool never_stepped = empty || (d < shape.size() && shape[d] == 1);
+    if (s % itemsize != 0 && never_stepped) {
+      out.push_back(0);
+      continue;
+    }
     if (s % itemsize != 0)
       detail::fail(ErrorCode::unsupported_layout,
                    "A byte stride of " + std::to_string(s) +
@@ -153,7 +166,7 @@ ArrayInterface read_array_interface(nb::handle interface, const char* name,
   out.shape = ints_from_python(d["shape"], std::string(name) + " 'shape'");
   if (d.contains("strides") && !d["strides"].is_none())
     out.strides = element_strides(ints_from_python(d["strides"], std::string(name) + " 'strides'"),
-                                  int64_t(out.dtype.element_bytes()));
+                                  int64_t(out.dtype.element_bytes()), out.shape);
   return out;
 }
 
@@ -175,7 +188,7 @@ Tensor import_buffer(nb::handle x) {
                        std::to_string(b.itemsize));
   std::vector<int64_t> shape(b.shape, b.shape + b.ndim), byte_strides;
   if (b.strides) byte_strides.assign(b.strides, b.strides + b.ndim);
-  return tensor_over(owner, b.buf, dtype, shape, element_strides(byte_strides, b.itemsize),
+  return tensor_over(owner, b.buf, dtype, shape, element_strides(byte_strides, b.itemsize, shape),
                      Device{}, b.readonly ? DLBRIDGE_FLAG_READ_ONLY : 0);
 }
 
