@@ -20,7 +20,10 @@ enum class ProtocolLevel : uint8_t { unknown, max_version_only, no_keywords };
 
 // What dlbridge has learnt about one producer type.
 struct ProducerType {
-  nb::object type;  // a strong reference keeps the address from being reused
+  // A weak reference whose callback drops this entry when the type dies, so
+  // the cache keeps no class alive (20,000 dynamic classes stayed alive
+  // before) and a later type at the same address starts afresh.
+  nb::object type_watch;
   const abi::DLPackExchangeAPI* api = nullptr;  // its C exchange API, if any
   ProtocolLevel level = ProtocolLevel::unknown;
   // Has delivered device memory: from then on __dlpack_device__ is asked
@@ -59,9 +62,14 @@ ProducerType* known_producer(PyTypeObject* type) {
   return found == cache.end() ? nullptr : &found->second;
 }
 
+void forget_producer(PyTypeObject* type) { producer_types().erase(type); }
+
 ProducerType& learn_producer(PyTypeObject* type) {
   ProducerType entry;
-  entry.type = nb::borrow(reinterpret_cast<PyObject*>(type));
+  nb::object forget = nb::cpp_function([type](nb::handle) { forget_producer(type); });
+  PyObject* watch = PyWeakref_NewRef(reinterpret_cast<PyObject*>(type), forget.ptr());
+  if (watch == nullptr) throw nb::python_error();
+  entry.type_watch = nb::steal(watch);
   entry.api = find_exchange_api(type);
   return producer_types().emplace(type, std::move(entry)).first->second;
 }
