@@ -64,8 +64,14 @@ Tensor import_object(nb::handle x, const ExchangeRequest& request, const char* e
       return finish_import(std::move(*fallback), request, false);
     }
   }
-  if (PyObject_CheckBuffer(x.ptr())) return finish_import(import_buffer(x), request, false);
-  nb::object interface = attribute_or_none(x, "__array_interface__");
+  // An object with both views is read through __array_interface__, which
+  // names the element type: NumPy's datetime64 scalar exports its buffer as
+  // eight 'B' bytes. Python's own byte containers have no such attribute.
+  const bool byte_container = PyBytes_CheckExact(x.ptr()) || PyByteArray_CheckExact(x.ptr()) ||
+                              PyMemoryView_Check(x.ptr());
+  nb::object interface = byte_container ? nb::none() : attribute_or_none(x, "__array_interface__");
+  if (interface.is_none() && PyObject_CheckBuffer(x.ptr()))
+    return finish_import(import_buffer(x), request, false);
   if (!interface.is_none())
     return finish_import(import_array_interface(x, interface), request, false);
   nb::object cuda_interface = attribute_or_none(x, "__cuda_array_interface__");
