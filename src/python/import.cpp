@@ -34,7 +34,7 @@ Tensor finish_import(Tensor t, const ExchangeRequest& request, bool copied_by_pr
                  "(it set IS_COPIED).",
                  "Pass copy=None to accept the copy.");
   if (moved || (request.copy == true && !copied_by_producer)) return copy_tensor(t, target);
-  if (target != source) t = Tensor(t.storage(), t.view().with_device(target));
+  if (target != source) t = t.with_view(t.view().with_device(target));
   return t;
 }
 
