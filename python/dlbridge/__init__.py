@@ -24,6 +24,7 @@ from .errors import (
     DLPackError,
     InvalidTensorError,
     LayoutError,
+    ProducerError,
     ReadOnlyError,
     StreamError,
     UnsupportedDeviceError,
@@ -35,6 +36,6 @@ from .explain import explain
 __all__ = [
     "DLPACK_VERSION", "convert", "explain", "Device", "DeviceType", "DType", "Tensor", "__version__", "empty", "from_dlpack",
     "inspect_capsule", "to_dlpack", "ConsumedCapsuleError", "CopyRequiredError", "DeviceUnavailableError",
-    "DLPackError", "InvalidTensorError", "LayoutError", "ReadOnlyError", "StreamError",
+    "DLPackError", "InvalidTensorError", "LayoutError", "ProducerError", "ReadOnlyError", "StreamError",
     "UnsupportedDeviceError", "UnsupportedDTypeError", "VersionError",
 ]

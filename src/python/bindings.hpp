@@ -35,9 +35,23 @@ class Tensor {
   }
   const std::shared_ptr<const ManagedTensor>& storage() const noexcept { return storage_; }
 
+  // A legacy capsule cannot say whether its memory may be written (JAX's
+  // arrays are immutable), so such a tensor is read-only to every view and
+  // versioned export, yet may leave again as a legacy capsule, which says
+  // no more than what came in (docs/boundary.md).
+  bool writability_unknown() const noexcept { return writability_unknown_; }
+  void set_writability_unknown() noexcept { writability_unknown_ = true; }
+  // The same tensor seen through another view of its storage.
+  Tensor with_view(TensorView view) const {
+    Tensor out(storage_, std::move(view));
+    out.writability_unknown_ = writability_unknown_;
+    return out;
+  }
+
  private:
   std::shared_ptr<const ManagedTensor> storage_;
   std::shared_ptr<const TensorView> view_;
+  bool writability_unknown_ = false;
 };
 
 // What a caller of __dlpack__ / from_dlpack asked for, already parsed.
@@ -54,10 +68,22 @@ void register_error_translator(nb::module_& m);
 // exception stands for. Used by raw slots and C function pointers, which
 // return -1 instead of letting an exception cross.
 void set_python_error(std::exception_ptr error) noexcept;
+// getattr(x, name, None) as Python defines it: only an AttributeError means
+// "absent"; any other exception raised by a property (KeyboardInterrupt
+// included) propagates.
+nb::object attribute_or_none(nb::handle x, const char* name);
+// Whether a caught Python exception is a dlbridge.DLPackError (coded).
+bool is_dlpack_error(const nb::python_error& error);
+// The UTF-8 text of a str; a str that has none (lone surrogates) raises
+// UnicodeEncodeError, a ValueError, instead of nanobind's bare cast_error.
+std::string utf8_of(nb::handle text);
 
 // --- types.cpp
 void bind_types(nb::module_& m);
 Device device_from_python(nb::handle value);
+// What owner.__dlpack_device__() returned, checked: a TypeError unless it
+// is a (device_type, device_id) tuple of ints.
+Device device_from_dlpack_device(nb::handle result, nb::handle owner);
 DType dtype_from_python(nb::handle value);
 std::optional<abi::DLPackVersion> max_version_from_python(nb::handle value);
 std::optional<Device> dl_device_from_python(nb::handle value);
@@ -95,7 +121,9 @@ extern PyType_Slot tensor_buffer_slots[];
 nb::dict array_interface(const Tensor& t);
 
 // --- import.cpp
-Tensor import_object(nb::handle x, const ExchangeRequest& request);
+// entry names the public function for the TypeError of an unreadable x.
+Tensor import_object(nb::handle x, const ExchangeRequest& request,
+                     const char* entry = "dlbridge.from_dlpack");
 void bind_import(nb::module_& m);
 
 // --- exchange.cpp

@@ -9,6 +9,7 @@
 #include <dlbridge/backend/transfer.hpp>
 
 #include "bindings.hpp"
+#include "gil.hpp"
 
 namespace dlbridge::python {
 
@@ -47,6 +48,12 @@ std::string tensor_repr(const Tensor& t) {
 
 Tensor tensor_from_managed(ManagedTensor&& managed) {
   const uint64_t flags = managed.flags();
+  if (!managed.is_versioned() && !(flags & DLBRIDGE_FLAG_READ_ONLY)) {
+    auto storage = std::make_shared<const ManagedTensor>(std::move(managed));
+    Tensor out(storage, storage->view().with_flags(flags | DLBRIDGE_FLAG_READ_ONLY));
+    out.set_writability_unknown();
+    return out;
+  }
   auto storage = std::make_shared<const ManagedTensor>(std::move(managed));
   // The tensor speaks for the data from now on; IS_COPIED described only
   // the exchange that delivered it.
@@ -65,7 +72,10 @@ PyTypeObject* tensor_type() noexcept { return tensor_type_object; }
 
 const Tensor* as_tensor(nb::handle object) noexcept {
   PyObject* o = object.ptr();
-  if (o != nullptr && PyObject_TypeCheck(o, tensor_type_object)) return nb::inst_ptr<Tensor>(o);
+  // Tensor.__new__(Tensor) makes an instance that was never constructed;
+  // it holds no tensor and must not be read as one.
+  if (o != nullptr && PyObject_TypeCheck(o, tensor_type_object) && nb::inst_ready(object))
+    return nb::inst_ptr<Tensor>(o);
   return nullptr;
 }
 
@@ -93,13 +103,21 @@ Tensor copy_tensor(const Tensor& source, Device target, StreamArg consumer_strea
   options.stream = consumer_stream;
   Tensor out;
   {
-    nb::gil_scoped_release unlocked;  // large copies run without the GIL
+    GilReleased unlocked;  // large copies run without the GIL
     out = tensor_from_managed(copy_to_device(source.view(), target, options));
   }
   return out;
 }
 
 nb::object export_capsule(const Tensor& tensor, const ExchangeRequest& request) {
+  if (tensor.writability_unknown() &&
+      negotiate_format(request.max_version) == ExportFormat::legacy) {
+    // Legacy in, legacy out: the capsule claims no more than the one that
+    // delivered the memory (a JAX -> dlbridge -> JAX round trip).
+    const TensorView& v = tensor.view();
+    return export_capsule(Tensor(tensor.storage(), v.with_flags(v.flags() & ~DLBRIDGE_FLAG_READ_ONLY)),
+                          request);
+  }
   ExportRequest core;
   core.max_version = request.max_version;
   core.device = request.device;
@@ -111,7 +129,7 @@ nb::object export_capsule(const Tensor& tensor, const ExchangeRequest& request) 
                         DLBRIDGE_FLAG_IS_COPIED);
   make_ready_on(tensor.view(), core.stream);
   if (plan.target != tensor.view().device())
-    return make_capsule(Tensor(tensor.storage(), tensor.view().with_device(plan.target)),
+    return make_capsule(tensor.with_view(tensor.view().with_device(plan.target)),
                         plan.format, 0);
   return make_capsule(tensor, plan.format, 0);
 }
@@ -146,7 +164,7 @@ PyObject* tensor_dlpack(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
       values[slot] = args[i];
     }
     const Tensor* t = as_tensor(nb::handle(self));
-    if (t == nullptr) throw nb::type_error("__dlpack__ needs a dlbridge.Tensor.");
+    if (t == nullptr) throw nb::type_error("__dlpack__ needs an initialised dlbridge.Tensor.");
     ExchangeRequest request{max_version_from_python(values[1]), dl_device_from_python(values[2]),
                             copy_from_python(values[3]), nb::borrow(values[0])};
     return export_capsule(*t, request).release().ptr();
@@ -203,7 +221,7 @@ void bind_tensor(nb::module_& m) {
            [](const Tensor& t) {
              ManagedTensor out;
              {
-               nb::gil_scoped_release unlocked;
+               GilReleased unlocked;
                out = copy_unpacked(t.view());
              }
              return wrap_tensor(tensor_from_managed(std::move(out)));
