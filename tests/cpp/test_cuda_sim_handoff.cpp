@@ -163,4 +163,17 @@ TEST_F(CudaSimHandOff, PinnedSourceIsReadBeforeTheCopyReturns) {
   EXPECT_TRUE(all_equal(copy.view().data(), 5));
 }
 
+// The same memory labelled kDLCPU (a relabelled pinned tensor, or a
+// producer that exports its pinned buffers as CPU memory): the runtime
+// still reads it late, so the label cannot decide whether to wait.
+TEST_F(CudaSimHandOff, PinnedMemoryLabelledCpuIsReadBeforeTheCopyReturns) {
+  SimMemory source(dlabi::kDLCUDAHost, 0, n);
+  std::memset(source.data, 5, n);
+  ASSERT_EQ(cudasim_sleep_async(slow_us, cudaStreamLegacy), cudaSuccess);
+  dlb::ManagedTensor copy = dlb::copy_to_device(bytes_at(source.data, {}), cuda0, options());
+  std::memset(source.data, 6, n);
+  settle();
+  EXPECT_TRUE(all_equal(copy.view().data(), 5));
+}
+
 }  // namespace
