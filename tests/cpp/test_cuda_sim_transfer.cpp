@@ -138,4 +138,45 @@ std::vector<Case> all_cases() {
 
 INSTANTIATE_TEST_SUITE_P(AllPairs, CudaSimTransfer, ::testing::ValuesIn(all_cases()), case_name);
 
+// A second device family (kDLExtDev) whose "device memory" is host memory
+// only it touches: no stream spans it and CUDA, so a copy between them goes
+// through the host.
+class OtherFamily final : public dlb::backend::DeviceBackend {
+ public:
+  std::string_view name() const noexcept override { return "other"; }
+  bool serves(dlb::DeviceType t) const noexcept override { return t == dlabi::kDLExtDev; }
+  dlb::backend::Availability availability(dlb::Device d) override { return {d.id == 0, "id 0 only"}; }
+  int32_t device_count(dlb::DeviceType) override { return 1; }
+  void* allocate(dlb::Device, int64_t bytes) override { return std::malloc(size_t(bytes ? bytes : 1)); }
+  void free(dlb::Device, void* p) noexcept override { std::free(p); }
+  void copy(void* dst, dlb::Device, const void* src, dlb::Device, const dlb::backend::Rows& rows,
+            dlb::backend::Stream) override {
+    for (int64_t r = 0; r < rows.rows; ++r)
+      std::memcpy(static_cast<char*>(dst) + r * rows.dst_pitch,
+                  static_cast<const char*>(src) + r * rows.src_pitch, size_t(rows.row_bytes));
+  }
+  void synchronize(dlb::Device, dlb::backend::Stream) override {}
+  void wait_for(dlb::Device, dlb::backend::Stream, dlb::backend::Stream) override {}
+  std::optional<dlb::backend::PointerInfo> pointer_info(const void*) override { return std::nullopt; }
+};
+
+TEST(CudaSimTransferAcrossFamilies, GoesThroughTheHostBothWays) {
+  dlb::backend::Registry registry;
+  registry.install(std::make_shared<dlb::backend::CpuBackend>());
+  registry.install(sim().cuda);
+  registry.install(std::make_shared<OtherFamily>());
+  dlb::TransferOptions options;
+  options.registry = &registry;
+  const dlb::Device other{dlabi::kDLExtDev, 0}, cuda1{dlabi::kDLCUDA, 1};
+  std::vector<float> values = base_values();
+  const dlb::TensorView host = view_of(values.data(), layouts()[0], dlb::Device{});
+  const dlb::ManagedTensor on_other = dlb::copy_to_device(host, other, options);
+  const dlb::ManagedTensor on_cuda = dlb::copy_to_device(on_other.view(), cuda1, options);
+  const dlb::ManagedTensor back = dlb::copy_to_device(on_cuda.view(), other, options);
+  const size_t count = size_t(host.size());
+  settle();
+  EXPECT_EQ(peek<float>(on_cuda.view().data(), count), peek<float>(host.data(), count));
+  EXPECT_EQ(peek<float>(back.view().data(), count), peek<float>(host.data(), count));
+}
+
 }  // namespace
