@@ -138,6 +138,35 @@ std::vector<Case> all_cases() {
 
 INSTANTIATE_TEST_SUITE_P(AllPairs, CudaSimTransfer, ::testing::ValuesIn(all_cases()), case_name);
 
+// empty_on allocates on the target itself: no host buffer of garbage is
+// made and uploaded (which would cost a transfer for nothing).
+TEST(CudaSimEmpty, AllocatesOnTheTargetAndCopiesNothing) {
+  cudasim_reset_counts();
+  for (const Place& p : places()) {
+    const dlb::ManagedTensor t = dlb::empty_on(p.device, f32, {4, 5}, &sim().registry);
+    EXPECT_EQ(t.view().device(), p.device);
+    EXPECT_TRUE(t.view().is_c_contiguous());
+    EXPECT_EQ(t.view().nbytes(), 80);
+    if (p.device.type != dlabi::kDLCPU) {
+      EXPECT_EQ(sim().cuda->pointer_info(t.view().data())->device, p.device);
+    }
+  }
+  EXPECT_EQ(cudasim_count("malloc"), 4);
+  EXPECT_EQ(cudasim_count("host_to_device") + cudasim_count("host_to_host"), 0);
+  auto bad = [](std::vector<int64_t> shape, dlb::Device d) {
+    try {
+      dlb::empty_on(d, f32, shape, &sim().registry);
+    } catch (const dlb::Error& e) {
+      return e.code();
+    }
+    return dlb::ErrorCode::invalid_tensor;
+  };
+  EXPECT_EQ(bad({-1}, places()[1].device), dlb::ErrorCode::invalid_argument);
+  EXPECT_EQ(bad({int64_t(1) << 62, 8}, places()[1].device), dlb::ErrorCode::invalid_argument);
+  EXPECT_EQ(bad({4}, {dlabi::kDLCUDA, 2}), dlb::ErrorCode::device_unavailable);
+  EXPECT_EQ(bad({int64_t(1) << 40}, places()[1].device), dlb::ErrorCode::out_of_memory);
+}
+
 // A second device family (kDLExtDev) whose "device memory" is host memory
 // only it touches: no stream spans it and CUDA, so a copy between them goes
 // through the host.

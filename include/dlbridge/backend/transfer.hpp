@@ -229,6 +229,20 @@ inline ManagedTensor copy_to_device(const TensorView& src, Device target,
   return finish();
 }
 
+// A new, compact, writable tensor of dtype and shape on `target` with
+// uninitialised contents, allocated there by its backend: no host buffer
+// is made, and nothing is copied. Errors: those of allocate_compact, and
+// unsupported_device_type, device_unavailable, out_of_memory.
+inline ManagedTensor empty_on(Device target, DType dtype, const std::vector<int64_t>& shape,
+                              backend::Registry* registry = nullptr) {
+  if (target == Device{}) return allocate_compact(dtype, shape);
+  const int64_t bytes = detail::checked_compact_nbytes(dtype, shape, 0);
+  backend::Registry& r = registry ? *registry : backend::default_registry();
+  detail::DeviceMemory memory = detail::allocate_on(detail::usable_backend(r, target), target, bytes);
+  const TensorView view = TensorView::from_data(memory.data, dtype, shape, {}, target);
+  return ManagedTensor::adopt(make_versioned(view, std::move(memory.owner), 0));
+}
+
 // Zero-copy export of device memory: dlbridge's own device data is ready on
 // its family's default stream (imports ask producers for it, copies are
 // queued on it), so a consumer that names another stream is made to wait
