@@ -1,7 +1,7 @@
 // The stream hand-off rules, through dlbridge's real CUDA backend on the
 // simulated runtime: a producer's pending work is made visible to the
 // consumer's stream, or waited for by the host, before anything reads it.
-// Each test gives the producer's stream a slow "kernel" (150 ms), so that a
+// Each test gives the producer's stream a slow "kernel" (300 ms), so that a
 // read not ordered after it sees the memory's fresh fill instead.
 //
 // ctest also runs the tests named in test_cuda_sim_handoff_without_waits
@@ -27,7 +27,7 @@ using test_support::SimStream;
 
 constexpr dlb::DType u8{dlabi::kDLUInt, 8, 1};
 constexpr size_t n = 1 << 16;
-constexpr unsigned slow_us = 150000;
+constexpr unsigned slow_us = 300000;
 constexpr dlb::Device cuda0{dlabi::kDLCUDA, 0}, cuda1{dlabi::kDLCUDA, 1};
 constexpr dlb::Device pinned{dlabi::kDLCUDAHost, 0}, managed{dlabi::kDLCUDAManaged, 0};
 

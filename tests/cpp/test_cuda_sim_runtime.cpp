@@ -20,7 +20,9 @@ using test_support::SimMemory;
 using test_support::SimStream;
 
 constexpr size_t n = 4096;
-constexpr unsigned slow_us = 150000;  // a "kernel" far slower than any queue delay
+// A "kernel" far slower than any queue delay, and than any stall of a
+// loaded test machine between two calls of a test.
+constexpr unsigned slow_us = 300000;
 
 unsigned char fresh() { return static_cast<unsigned char>(cudasim_fresh_byte()); }
 

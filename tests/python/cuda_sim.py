@@ -12,6 +12,8 @@ import os
 SUCCESS = 0
 MEMORY_ALLOCATION = 2
 NON_BLOCKING = 1
+# A slow "kernel": far longer than any queue delay or stall between two calls.
+SLOW_US = 300_000
 
 
 def library_path() -> str | None:
@@ -73,7 +75,7 @@ class Sim:
         self.check(self.lib.cudaGetDevice(ctypes.byref(d)))
         return d.value
 
-    def pending_write(self, p: int, value: int, nbytes: int, stream: int, slow_us: int = 150_000) -> None:
+    def pending_write(self, p: int, value: int, nbytes: int, stream: int, slow_us: int = SLOW_US) -> None:
         """A slow kernel on `stream` that will fill p with `value`."""
         self.check(self.lib.cudasim_sleep_async(slow_us, stream))
         self.check(self.lib.cudaMemsetAsync(p, value, nbytes, stream))

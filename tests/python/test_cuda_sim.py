@@ -73,7 +73,7 @@ def test_dl_device_request_copies_to_the_device_and_back():
 
 def test_dl_device_copy_is_queued_on_the_consumers_stream(sim):
     consumer = sim.stream()
-    sim.check(sim.lib.cudasim_sleep_async(150_000, consumer))  # the consumer's queue is busy
+    sim.check(sim.lib.cudasim_sleep_async(cuda_sim.SLOW_US, consumer))  # the consumer's queue is busy
     t = dlbridge.from_dlpack(dlbridge.to_dlpack(values(), dl_device=(2, 0), stream=consumer))
     assert sim.peek(t.data_ptr, 4) == bytes([sim.fresh_byte] * 4), "the copy did not wait its turn"
     sim.check(sim.lib.cudaStreamSynchronize(consumer))
@@ -159,7 +159,7 @@ def test_cuda_array_interface_refusals(sim):
 
 
 def test_export_orders_the_consumers_stream_after_dlbridges_copy(sim):
-    sim.check(sim.lib.cudasim_sleep_async(150_000, 1))  # the legacy stream is busy
+    sim.check(sim.lib.cudasim_sleep_async(cuda_sim.SLOW_US, 1))  # the legacy stream is busy
     t = dlbridge.from_dlpack(values(), device="cuda:0")  # queued on the legacy stream
     consumer = sim.stream()
     t.__dlpack__(stream=consumer)
