@@ -180,3 +180,13 @@ def test_out_of_memory_and_runtime_failures_are_coded(sim):
                                                           "device_unavailable")
     # Nothing stays broken: the next copy works.
     np.testing.assert_array_equal(to_host(dlbridge.from_dlpack(values(), device="cuda:0")), values())
+
+
+def test_pinned_memory_relabelled_as_cpu_is_uploaded_before_the_call_returns(sim):
+    pinned = dlbridge.from_dlpack(values(), device="cuda_host")
+    as_cpu = dlbridge.from_dlpack(pinned, device="cpu", copy=False)
+    assert as_cpu.device == dlbridge.Device("cpu") and as_cpu.data_ptr == pinned.data_ptr
+    sim.check(sim.lib.cudasim_sleep_async(cuda_sim.SLOW_US, 1))  # the upload has to wait its turn
+    on_device = dlbridge.from_dlpack(as_cpu, device="cuda:0")
+    np.asarray(memoryview(pinned))[:] = -1  # the caller reuses its buffer
+    np.testing.assert_array_equal(to_host(on_device), values())
