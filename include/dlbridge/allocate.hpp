@@ -52,11 +52,12 @@ inline std::shared_ptr<void> allocate_host(int64_t bytes) {
 
 }  // namespace detail
 
-// A new, writable, compact (row-major) host tensor with uninitialised
-// contents. Packed sub-byte dtypes stay packed. The CPU is the only device
-// this allocates on; device backends allocate their own memory.
-inline ManagedTensor allocate_compact(DType dtype, const std::vector<int64_t>& shape,
-                                      uint64_t flags = 0) {
+namespace detail {
+
+// Bytes of a compact tensor of dtype and shape, or the invalid_argument
+// that allocating one raises (on any device: see empty_on).
+inline int64_t checked_compact_nbytes(DType dtype, const std::vector<int64_t>& shape,
+                                      uint64_t flags) {
   validate_dtype(dtype);
   if (shape.size() > size_t(max_ndim))
     detail::fail(ErrorCode::invalid_argument,
@@ -73,7 +74,18 @@ inline ManagedTensor allocate_compact(DType dtype, const std::vector<int64_t>& s
   if (!bytes)
     detail::fail(ErrorCode::invalid_argument,
                  "The requested tensor is larger than the address space.");
-  std::shared_ptr<void> owner = detail::allocate_host(*bytes);
+  return *bytes;
+}
+
+}  // namespace detail
+
+// A new, writable, compact (row-major) host tensor with uninitialised
+// contents. Packed sub-byte dtypes stay packed. The CPU is the only device
+// this allocates on; device backends allocate their own memory.
+inline ManagedTensor allocate_compact(DType dtype, const std::vector<int64_t>& shape,
+                                      uint64_t flags = 0) {
+  const int64_t bytes = detail::checked_compact_nbytes(dtype, shape, flags);
+  std::shared_ptr<void> owner = detail::allocate_host(bytes);
   TensorView view = TensorView::from_data(owner.get(), dtype, shape, {}, Device{}, flags);
   return ManagedTensor::adopt(make_versioned(view, std::move(owner), flags));
 }

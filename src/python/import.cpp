@@ -128,10 +128,8 @@ void bind_import(nb::module_& m) {
           std::vector<int64_t> dims;
           if (PyLong_Check(shape.ptr())) dims = ints_from_python(nb::make_tuple(shape), "shape");
           else dims = ints_from_python(shape, "shape");
-          Tensor host = tensor_from_managed(allocate_compact(dtype_from_python(dtype), dims));
-          // Device memory comes from the device's backend, by the one path
-          // that already allocates there.
-          return wrap_tensor(target == Device{} ? std::move(host) : copy_tensor(host, target));
+          // Allocated on the target by its backend: nothing is uploaded.
+          return wrap_tensor(tensor_from_managed(empty_on(target, dtype_from_python(dtype), dims)));
         },
         nb::arg("shape"), nb::arg("dtype") = "float32", nb::arg("device") = "cpu",
         nb::sig("def empty(shape: int | tuple[int, ...] | list[int], dtype: object = 'float32', "

@@ -93,6 +93,13 @@ inline void order_after(backend::DeviceBackend& b, Device source, backend::Strea
     b.synchronize(source, ready);
 }
 
+// Whether the runtime of b reads host memory at p before a copy call
+// returns: memory it does not know (or calls unregistered) is pageable.
+inline bool is_pageable(backend::DeviceBackend& b, const void* p) {
+  const std::optional<backend::PointerInfo> info = b.pointer_info(p);
+  return !info || info->device.type == abi::kDLCPU;
+}
+
 inline std::shared_ptr<backend::DeviceBackend> usable_backend(backend::Registry& registry,
                                                               Device device) {
   auto b = registry.find(device.type);
@@ -185,8 +192,11 @@ inline ManagedTensor copy_to_device(const TensorView& src, Device target,
              backend::Rows{bytes, 1, bytes, bytes}, consumer);
     // The runtime reads pageable memory (ours or the caller's) before the
     // call returns, but pinned or managed memory later, when the caller
-    // may already have freed it; only then the host waits.
-    if (!staged && source.type != abi::kDLCPU) to->synchronize(target, consumer);
+    // may already have freed it; only then the host waits. A kDLCPU label
+    // does not make memory pageable (pinned buffers are exported as CPU
+    // memory too), so the runtime is asked.
+    if (!staged && (source.type != abi::kDLCPU || !detail::is_pageable(*to, src.data())))
+      to->synchronize(target, consumer);
     return finish();
   }
   if (dst_host) {
@@ -217,6 +227,20 @@ inline ManagedTensor copy_to_device(const TensorView& src, Device target,
            backend::Rows{bytes, 1, bytes, bytes}, consumer);
   // `host` is pageable memory the runtime has read by now (see above).
   return finish();
+}
+
+// A new, compact, writable tensor of dtype and shape on `target` with
+// uninitialised contents, allocated there by its backend: no host buffer
+// is made, and nothing is copied. Errors: those of allocate_compact, and
+// unsupported_device_type, device_unavailable, out_of_memory.
+inline ManagedTensor empty_on(Device target, DType dtype, const std::vector<int64_t>& shape,
+                              backend::Registry* registry = nullptr) {
+  if (target == Device{}) return allocate_compact(dtype, shape);
+  const int64_t bytes = detail::checked_compact_nbytes(dtype, shape, 0);
+  backend::Registry& r = registry ? *registry : backend::default_registry();
+  detail::DeviceMemory memory = detail::allocate_on(detail::usable_backend(r, target), target, bytes);
+  const TensorView view = TensorView::from_data(memory.data, dtype, shape, {}, target);
+  return ManagedTensor::adopt(make_versioned(view, std::move(memory.owner), 0));
 }
 
 // Zero-copy export of device memory: dlbridge's own device data is ready on
