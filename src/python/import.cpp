@@ -10,6 +10,7 @@
 #include "bindings.hpp"
 #include "devices.hpp"
 #include "dlpack_protocol.hpp"
+#include "pickling.hpp"
 
 namespace dlbridge::python {
 
@@ -108,21 +109,24 @@ void bind_import(nb::module_& m) {
         nb::arg("copy") = nb::none(),
         "Export any array-like object as a DLPack capsule with the DLPack producer rules.");
   m.def("empty",
-        [](nb::handle shape, nb::handle dtype, nb::handle device) {
+        [](nb::handle shape, nb::handle dtype, nb::handle device, bool shared) {
           Device target = device_from_python(device);
           require_served(target);
           std::vector<int64_t> dims;
           if (PyLong_Check(shape.ptr())) dims.push_back(nb::cast<int64_t>(shape));
           else dims = ints_from_python(shape, "shape");
+          if (shared) return wrap_tensor(empty_shared(dims, dtype_from_python(dtype), target));
           Tensor host = tensor_from_managed(allocate_compact(dtype_from_python(dtype), dims));
           // Device memory comes from the device's backend, by the one path
           // that already allocates there.
           return wrap_tensor(target == Device{} ? std::move(host) : copy_tensor(host, target));
         },
-        nb::arg("shape"), nb::arg("dtype") = "float32", nb::arg("device") = "cpu",
+        nb::arg("shape"), nb::arg("dtype") = "float32", nb::arg("device") = "cpu", nb::kw_only(),
+        nb::arg("shared") = false,
         nb::sig("def empty(shape: int | tuple[int, ...] | list[int], dtype: object = 'float32', "
-                "device: object = 'cpu') -> Tensor"),
-        "A new, writable, compact tensor with uninitialised contents.");
+                "device: object = 'cpu', *, shared: bool = False) -> Tensor"),
+        "A new, writable, compact tensor with uninitialised contents; shared=True places it "
+        "(zero-filled) in POSIX shared memory that pickles pass to other processes by name.");
 }
 
 }  // namespace dlbridge::python
