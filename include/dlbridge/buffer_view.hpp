@@ -71,7 +71,7 @@ inline BufferLayout buffer_layout_of(const TensorView& v, ByteExtent extent) {
 
 namespace detail {
 [[noreturn]] inline void bad_buffer_layout(const std::string& what) {
-  fail(ErrorCode::invalid_tensor, "The tensor description does not fit its buffer: " + what,
+  fail(ErrorCode::invalid_tensor, "Invalid tensor layout for the received buffer: " + what,
        "The data was damaged or forged in transit; send the tensor again from a "
        "trusted source.");
 }

@@ -123,8 +123,9 @@ class SharedSegment {
       name = detail::new_segment_name();
       fd = ::shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
       if (fd < 0 && (errno != EEXIST || attempt == 8))
-        detail::fail_errno(ErrorCode::device_unavailable, "Could not create shared memory " + name,
-                           errno, "Check that /dev/shm is mounted and writable.");
+        detail::fail_errno(ErrorCode::device_unavailable,
+                           "Shared memory is not available: could not create " + name, errno,
+                           "Check that /dev/shm is mounted and writable.");
     }
     const int reserved = ::posix_fallocate(fd, 0, off_t(size));
     void* base = reserved == 0 ? map(fd, size) : MAP_FAILED;
@@ -153,12 +154,12 @@ class SharedSegment {
   static std::shared_ptr<SharedSegment> open(const std::string& name, uint64_t ticket) {
     if (!detail::is_segment_name(name))
       detail::fail(ErrorCode::invalid_tensor,
-                   "'" + name + "' is not the name of a dlbridge shared-memory segment.",
+                   "Invalid shared-memory name '" + name + "': not one of dlbridge's segments.",
                    "The data was damaged or forged in transit; send the tensor again.");
     const int fd = ::shm_open(name.c_str(), O_RDWR, 0);
     if (fd < 0)
       detail::fail_errno(ErrorCode::device_unavailable,
-                         "Shared memory " + name + " cannot be opened on this machine", errno,
+                         "Shared memory " + name + " is not available on this machine", errno,
                          "A shared tensor reaches processes on the machine that made it, while "
                          "some process holds it: keep the sender's tensor alive until the "
                          "receiver has loaded it, or send t.copy() to another machine.");
@@ -171,14 +172,14 @@ class SharedSegment {
     }
     ::close(fd);
     if (base == MAP_FAILED)
-      detail::fail(ErrorCode::invalid_tensor, "Shared memory " + name + " has no dlbridge header.",
+      detail::fail(ErrorCode::invalid_tensor, "Invalid shared memory " + name + ": no dlbridge header.",
                    "Another program created it under dlbridge's prefix; remove it.");
     auto* h = static_cast<detail::SegmentHeader*>(base);
     const int64_t data_bytes = h->data_bytes;
     if (__atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != detail::SegmentHeader::magic_value ||
         data_bytes < 0 || data_bytes > size - detail::segment_header_bytes) {
       ::munmap(base, size_t(size));
-      detail::fail(ErrorCode::invalid_tensor, "Shared memory " + name + " has no dlbridge header.",
+      detail::fail(ErrorCode::invalid_tensor, "Invalid shared memory " + name + ": no dlbridge header.",
                    "Another program created it under dlbridge's prefix; remove it.");
     }
     // Only the header's size is mapped from here on, whatever the file says.
@@ -220,8 +221,8 @@ class SharedSegment {
   uint64_t issue_ticket() {
     if (!holds_reference())
       detail::fail(ErrorCode::device_unavailable,
-                   "Shared memory " + name_ + " was already released by this process (it is "
-                   "exiting).",
+                   "Shared memory " + name_ + " is no longer available to this process: it released "
+                   "it at exit.",
                    "Send tensors before the process starts to exit.");
     detail::SegmentHeader* h = header();
     __atomic_add_fetch(&h->references, 1, __ATOMIC_ACQ_REL);
@@ -279,7 +280,7 @@ class SharedSegment {
         return;
     released_ = true;  // nothing to give back
     detail::fail(ErrorCode::device_unavailable,
-                 "Shared memory " + name_ + " was released by every process that held it.",
+                 "Shared memory " + name_ + " is no longer available: every process that held it let go.",
                  "Keep the sender's tensor alive until every receiver has loaded it.");
   }
 

@@ -54,7 +54,7 @@ nb::tuple layout_to_python(const BufferLayout& layout) {
 }
 
 [[noreturn]] void bad_layout(const std::string& what) {
-  detail::fail(ErrorCode::invalid_tensor, "The pickled tensor's layout is damaged: " + what,
+  detail::fail(ErrorCode::invalid_tensor, "Invalid pickled tensor layout: " + what,
                "The data was damaged or forged in transit; pickle the tensor again.");
 }
 
@@ -166,7 +166,7 @@ nb::object reduce_ex(nb::handle self, int protocol) {
   if (!is_host_accessible(v.device().type))
     detail::fail(ErrorCode::device_unavailable,
                  "A tensor on " + to_string(v.device()) +
-                     " cannot be pickled: its memory is not reachable from the host, and dlbridge "
+                     " cannot be pickled: its memory is not available to the host, and dlbridge "
                      "never moves data between devices silently.",
                  "Copy it to the host first: pickle.dumps(t.copy(device='cpu')).");
   // Pickle names a reconstructor by module and name, which a function of

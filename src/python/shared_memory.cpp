@@ -131,8 +131,8 @@ nb::object share_memory(nb::handle self) {
   if (!is_host_accessible(v.device().type))
     detail::fail(ErrorCode::device_unavailable,
                  "share_memory() places tensors in host shared memory; this one is on " +
-                     to_string(v.device()) + ", and dlbridge does not share device memory "
-                     "between processes (no CUDA IPC yet).",
+                     to_string(v.device()) + ", and sharing device memory between processes "
+                     "is not available (no CUDA IPC yet).",
                  "Share a host copy: t.copy(device='cpu').share_memory().");
   if (find_shared_segment(v)) return nb::borrow(self);
   const uint64_t padded = v.flags() & DLBRIDGE_FLAG_IS_SUBBYTE_TYPE_PADDED;
@@ -165,7 +165,7 @@ Tensor empty_shared(const std::vector<int64_t>& shape, DType dtype, Device devic
   if (device != Device{})
     detail::fail(ErrorCode::device_unavailable,
                  "shared=True places tensors in host shared memory, not on " + to_string(device) +
-                     "; dlbridge does not share device memory between processes (no CUDA IPC yet).",
+                     "; sharing device memory between processes is not available (no CUDA IPC yet).",
                  "Pass device='cpu' with shared=True.");
   return allocate_shared(dtype, shape, 0);
 }
