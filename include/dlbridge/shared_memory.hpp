@@ -127,7 +127,11 @@ class SharedSegment {
                            "Shared memory is not available: could not create " + name, errno,
                            "Check that /dev/shm is mounted and writable.");
     }
+#if defined(__linux__)
     const int reserved = ::posix_fallocate(fd, 0, off_t(size));
+#else  // no posix_fallocate (macOS): sized, not reserved
+    const int reserved = ::ftruncate(fd, off_t(size)) == 0 ? 0 : errno;
+#endif
     void* base = reserved == 0 ? map(fd, size) : MAP_FAILED;
     const int error = reserved != 0 ? reserved : errno;
     ::close(fd);
