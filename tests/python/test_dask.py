@@ -40,14 +40,14 @@ def block(i):
 def test_scatter_and_submit(dask_client):
     t = dlbridge.from_dlpack(np.arange(1000, dtype=np.float32).reshape(10, 100))
     future = dask_client.scatter(t)
-    assert dask_client.submit(describe, future).result() == (
+    assert dask_client.submit(describe, future).result(timeout=120) == (
         "Tensor", (10, 100), "float32", False, float(np.arange(1000).sum()))
 
 
 def test_tensors_as_arguments_and_results(dask_client):
     a = np.arange(12.0).reshape(3, 4)
     a.flags.writeable = False
-    result = dask_client.submit(lambda t: t, dlbridge.from_dlpack(a.T)).result()
+    result = dask_client.submit(lambda t: t, dlbridge.from_dlpack(a.T)).result(timeout=120)
     assert type(result) is dlbridge.Tensor
     assert result.readonly, "the flag travels with the tensor"
     np.testing.assert_array_equal(np.from_dlpack(result), a.T)

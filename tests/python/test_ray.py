@@ -83,12 +83,12 @@ def test_put_and_get_share_the_store_and_are_read_only(ray_cluster):
 def test_a_task_argument_arrives_in_the_workers_store_mapping(ray_cluster):
     t = dlbridge.from_dlpack(np.ones(LARGE, dtype=np.float32))
     for argument in (t, ray.put(t)):
-        seen = ray.get(describe.remote(argument))
+        seen = ray.get(describe.remote(argument), timeout=120)
         assert seen == {"type": "Tensor", "readonly": True, "in_store": True, "sum": float(LARGE)}
 
 
 def test_a_task_result_arrives_in_the_store(ray_cluster):
-    result = ray.get(make_tensor.remote(LARGE))
+    result = ray.get(make_tensor.remote(LARGE), timeout=120)
     assert type(result) is dlbridge.Tensor and result.readonly
     assert in_object_store(result.data_ptr)
     np.testing.assert_array_equal(np.from_dlpack(result), np.arange(LARGE, dtype=np.float32))
