@@ -113,8 +113,9 @@ void bind_import(nb::module_& m) {
           Device target = device_from_python(device);
           require_served(target);
           std::vector<int64_t> dims;
-          if (PyLong_Check(shape.ptr())) dims.push_back(nb::cast<int64_t>(shape));
-          else dims = ints_from_python(shape, "shape");
+          // An int is a 1-d shape, checked like a tuple's entries (a huge
+          // one is a ValueError, not a failed cast).
+          dims = ints_from_python(PyLong_Check(shape.ptr()) ? nb::make_tuple(shape) : shape, "shape");
           if (shared) return wrap_tensor(empty_shared(dims, dtype_from_python(dtype), target));
           Tensor host = tensor_from_managed(allocate_compact(dtype_from_python(dtype), dims));
           // Device memory comes from the device's backend, by the one path

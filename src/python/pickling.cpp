@@ -242,7 +242,7 @@ void bind_pickling(nb::module_& m) {
       .def("__copy__", [](const Tensor& t) { return wrap_tensor(t); },
            "A new Tensor object over the same memory.")
       .def("__deepcopy__", [](const Tensor& t, nb::handle) { return deep_copy(t); },
-           nb::arg("memo"), "A new tensor with its own copy of the data and the same flags.");
+           nb::arg("memo").none(), "A new tensor with its own copy of the data and the same flags.");
   bind_shared_memory(m);
 }
 

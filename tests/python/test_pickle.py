@@ -219,6 +219,7 @@ def test_copy_deepcopy_copies_the_data_and_keeps_the_flags():
     np.testing.assert_array_equal(np.from_dlpack(deep), a)
     writable = copy.deepcopy(dlbridge.from_dlpack(np.arange(3.0)))
     assert not writable.readonly
+    assert t.__deepcopy__(None).data_ptr != t.data_ptr, "memo may be None"
     pair = copy.deepcopy([t, t])
     assert pair[0] is pair[1], "deepcopy's memo keeps shared references shared"
 

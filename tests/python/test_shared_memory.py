@@ -69,8 +69,11 @@ def test_empty_shared_refuses_devices_and_bad_shapes():
     with pytest.raises(dlbridge.DeviceUnavailableError) as excinfo:
         dlbridge.empty(4, device="cuda:0", shared=True)
     check_error(excinfo, dlbridge.DeviceUnavailableError, "device_unavailable")
-    with pytest.raises(ValueError):
-        dlbridge.empty((-1,), shared=True)
+    for shape in [(-1,), 2**70, -1]:
+        with pytest.raises(ValueError):
+            dlbridge.empty(shape, shared=True)
+        with pytest.raises(ValueError):
+            dlbridge.empty(shape)
 
 
 def test_share_memory_copies_once_and_keeps_the_flags():
