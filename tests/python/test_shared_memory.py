@@ -224,6 +224,8 @@ def test_a_pool_reads_and_returns_shared_tensors(context):
     np.from_dlpack(t)[...] = 1.0
     with context.Pool(2) as pool:
         assert pool.map(shared_workers.total, [t, t, t]) == [100.0] * 3
+        plain = dlbridge.from_dlpack(np.full(10, 2.0))  # not shared: travels as bytes
+        assert pool.apply(shared_workers.total, (plain,)) == 20.0
         results = pool.map(shared_workers.make_shared, [3, 4])
         # Leaving the with block terminates the workers (SIGTERM), which can
         # catch one before it lets go of a tensor; close + join ends them
