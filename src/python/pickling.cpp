@@ -2,7 +2,7 @@
 // small tuple beside it:
 //   protocol >= 5: a pickle.PickleBuffer over the tensor's own bytes when
 //     they are dense (any order of dims), so an out-of-band consumer (Ray,
-//     Dask, multiprocessing with buffer_callback) copies nothing here; a
+//     Dask, pickle.dumps with a buffer_callback) copies nothing here; a
 //     tensor with gaps or overlaps sends a compact copy instead.
 //   protocol < 5: the same bytes, copied into one bytes object.
 //   shared memory: only the segment's name and a ticket (shared_memory.cpp).
@@ -124,8 +124,8 @@ uint64_t needed_alignment(DType t) {
   return alignment;
 }
 
-// dlbridge._core._rebuild_tensor(buffer, layout, private_bytes=False): the
-// function every buffer pickle names. private_bytes marks bytes made for
+// _core._rebuild_tensor(buffer, layout, private_bytes=False), which every
+// buffer pickle reaches through dlbridge._pickle. private_bytes marks bytes made for
 // this pickle alone (protocol < 5) of a writable tensor: they arrive as an
 // immutable bytes object, and the tensor gets a writable copy of them.
 nb::object rebuild_tensor(nb::handle payload, nb::handle layout_value, bool private_bytes) {
