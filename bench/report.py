@@ -13,6 +13,9 @@ import json
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import report_distributed  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent.parent
 MiB = 1 << 20
 
@@ -196,6 +199,7 @@ def markdown(results: Path) -> str:
         lines += [f"- {k}: **{v:.2f}×** (net)" for k, v in cg["ratios_net"].items()] + [""]
     else:
         lines += ["not run", ""]
+    lines += report_distributed.section(results)
     lines += ["![benchmarks](benchmarks.png)", ""]
     return "\n".join(lines)
 

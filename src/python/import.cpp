@@ -10,6 +10,7 @@
 #include "bindings.hpp"
 #include "devices.hpp"
 #include "dlpack_protocol.hpp"
+#include "pickling.hpp"
 
 namespace dlbridge::python {
 
@@ -122,19 +123,23 @@ void bind_import(nb::module_& m) {
         nb::arg("copy") = nb::none(),
         "Export any array-like object as a DLPack capsule with the DLPack producer rules.");
   m.def("empty",
-        [](nb::handle shape, nb::handle dtype, nb::handle device) {
+        [](nb::handle shape, nb::handle dtype, nb::handle device, bool shared) {
           Device target = device_from_python(device);
           require_served(target);
           std::vector<int64_t> dims;
-          if (PyLong_Check(shape.ptr())) dims = ints_from_python(nb::make_tuple(shape), "shape");
-          else dims = ints_from_python(shape, "shape");
+          // An int is a 1-d shape, checked like a tuple's entries (a huge
+          // one is a ValueError, not a failed cast).
+          dims = ints_from_python(PyLong_Check(shape.ptr()) ? nb::make_tuple(shape) : shape, "shape");
+          if (shared) return wrap_tensor(empty_shared(dims, dtype_from_python(dtype), target));
           // Allocated on the target by its backend: nothing is uploaded.
           return wrap_tensor(tensor_from_managed(empty_on(target, dtype_from_python(dtype), dims)));
         },
-        nb::arg("shape"), nb::arg("dtype") = "float32", nb::arg("device") = "cpu",
+        nb::arg("shape"), nb::arg("dtype") = "float32", nb::arg("device") = "cpu", nb::kw_only(),
+        nb::arg("shared") = false,
         nb::sig("def empty(shape: int | tuple[int, ...] | list[int], dtype: object = 'float32', "
-                "device: object = 'cpu') -> Tensor"),
-        "A new, writable, compact tensor with uninitialised contents.");
+                "device: object = 'cpu', *, shared: bool = False) -> Tensor"),
+        "A new, writable, compact tensor with uninitialised contents; shared=True places it "
+        "(zero-filled) in POSIX shared memory that pickles pass to other processes by name.");
 }
 
 }  // namespace dlbridge::python

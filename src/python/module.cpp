@@ -1,5 +1,6 @@
 // The dlbridge._core extension: the Python face of the C++ core.
 #include "bindings.hpp"
+#include "pickling.hpp"
 
 NB_MODULE(_core, m) {
   using namespace dlbridge::python;
@@ -19,6 +20,7 @@ NB_MODULE(_core, m) {
   bind_types(m);
   bind_capsules(m);
   bind_tensor(m);
+  bind_pickling(m);
   bind_exchange_api(m);
   bind_import(m);
   bind_testing(m);

@@ -106,3 +106,22 @@ def test_report(results: Path, tmp_path: Path) -> None:
     assert "import numpy array: dlbridge vs numpy.from_dlpack" in text
     if importlib.util.find_spec("matplotlib") is not None:
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_distributed_quick_and_its_report_section(results: Path) -> None:
+    # Ray and Dask start clusters of their own (tests/python/test_ray.py and
+    # test_dask.py run them); the smoke test keeps to the pickle engine.
+    out = results / "distributed.json"
+    subprocess.run([sys.executable, str(BENCH / "bench_distributed.py"), "--quick", "--engines", "pickle",
+                    "--out", str(out)], check=True, capture_output=True, text=True, timeout=300)
+    data = json.loads(out.read_text())
+    check_machine(data)
+    assert data["settings"]["bytes"] == 4 << 20
+    [row] = data["results"]
+    assert row["engine"].startswith("pickle-5")
+    assert row["ratio"] == pytest.approx(row["dlbridge_s"] / row["numpy_s"])
+    assert row["bytes_copied"] == {"dlbridge": 0, "numpy": 0}, "both sides are zero-copy in one process"
+    sys.path.insert(0, str(BENCH))
+    import report_distributed
+    section = "\n".join(report_distributed.section(results))
+    assert "| pickle-5 dumps+loads (out-of-band) |" in section

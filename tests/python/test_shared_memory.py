@@ -1,0 +1,328 @@
+"""Tensors in POSIX shared memory: pickles carry the segment's name, other
+processes map the same pages, and the name is unlinked by whoever lets go
+last -- also when the creator exits first or a holder is killed."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import gc
+import multiprocessing
+import os
+import pickle
+import time
+
+import numpy as np
+import pytest
+
+import dlbridge
+from dlbridge._core import _shared_memory_info
+from dlbridge._pickle import rebuild_shared_tensor
+from conftest import check_error
+
+import shared_workers
+
+START_METHODS = ["spawn", "forkserver"]
+
+
+def segment_names() -> set[str]:
+    return {name for name in os.listdir("/dev/shm") if name.startswith("dlbridge-")}
+
+
+def name_of(t) -> str:
+    return _shared_memory_info(t)[0]
+
+
+def exists(name: str) -> bool:
+    return os.path.exists("/dev/shm" + name)
+
+
+def wait_until_gone(name: str, seconds: float = 20.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while exists(name):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+@pytest.fixture(autouse=True, scope="module")
+def no_segment_left_behind():
+    before = segment_names()
+    yield
+    gc.collect()
+    deadline = time.monotonic() + 10
+    while segment_names() - before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert segment_names() - before == set(), "this module left segments in /dev/shm"
+
+
+def test_empty_shared_is_zero_filled_and_shared():
+    t = dlbridge.empty((3, 4), "float32", shared=True)
+    assert t.is_shared and not t.readonly
+    assert t.is_c_contiguous
+    np.testing.assert_array_equal(np.from_dlpack(t), np.zeros((3, 4), np.float32))
+    assert exists(name_of(t))
+    assert not dlbridge.empty((3, 4)).is_shared
+
+
+def test_empty_shared_refuses_devices_and_bad_shapes():
+    with pytest.raises(dlbridge.DeviceUnavailableError) as excinfo:
+        dlbridge.empty(4, device="cuda:0", shared=True)
+    check_error(excinfo, dlbridge.DeviceUnavailableError, "device_unavailable")
+    for shape in [(-1,), 2**70, -1]:
+        with pytest.raises(ValueError):
+            dlbridge.empty(shape, shared=True)
+        with pytest.raises(ValueError):
+            dlbridge.empty(shape)
+
+
+def test_share_memory_copies_once_and_keeps_the_flags():
+    a = np.arange(12.0).reshape(3, 4).T
+    a.flags.writeable = False
+    shared = dlbridge.from_dlpack(a).share_memory()
+    assert shared.is_shared and shared.readonly
+    np.testing.assert_array_equal(np.from_dlpack(shared), a)
+    assert shared.share_memory() is shared, "already shared: nothing to do"
+
+
+def test_views_of_shared_memory_travel_by_name_too():
+    t = dlbridge.empty((10,), "float64", shared=True)
+    view = dlbridge.from_dlpack(np.from_dlpack(t)[2:8:2])
+    assert view.is_shared
+    loaded = pickle.loads(pickle.dumps(view))
+    np.from_dlpack(loaded)[...] = 5.0
+    assert np.from_dlpack(t).tolist() == [0, 0, 5, 0, 5, 0, 5, 0, 0, 0]
+
+
+def test_the_pickle_carries_only_the_name_and_the_layout():
+    t = dlbridge.empty((1 << 18,), "float32", shared=True)
+    buffers = []
+    data = pickle.dumps(t, protocol=5, buffer_callback=buffers.append)
+    assert buffers == []
+    assert len(data) < 300
+    assert name_of(t).encode() in data
+    pickle.loads(data)  # a pickle never loaded would hold the name until the program ends
+
+
+def test_a_loaded_pickle_maps_the_same_pages():
+    t = dlbridge.empty((4,), "int32", shared=True)
+    loaded = pickle.loads(pickle.dumps(t))
+    assert loaded.data_ptr != t.data_ptr, "a second mapping"
+    np.from_dlpack(loaded)[1] = 9
+    assert np.from_dlpack(t)[1] == 9
+
+
+def test_the_last_holder_unlinks_the_name():
+    t = dlbridge.empty((4,), shared=True)
+    name = name_of(t)
+    loaded = pickle.loads(pickle.dumps(t))
+    assert _shared_memory_info(loaded)[1] == 2
+    del t
+    gc.collect()
+    assert exists(name)
+    del loaded
+    gc.collect()
+    assert not exists(name)
+
+
+def test_a_pickle_keeps_the_name_after_the_sender_lets_go():
+    t = dlbridge.empty((3,), "float64", shared=True)
+    np.from_dlpack(t)[...] = [1, 2, 3]
+    name, data = name_of(t), pickle.dumps(t)
+    del t
+    gc.collect()
+    assert exists(name)
+    loaded = pickle.loads(data)
+    assert np.from_dlpack(loaded).tolist() == [1, 2, 3]
+    del loaded
+    gc.collect()
+    assert not exists(name)
+
+
+def test_a_pickle_loaded_twice_gives_two_holders():
+    t = dlbridge.empty((3,), shared=True)
+    name, data = name_of(t), pickle.dumps(t)
+    first, second = pickle.loads(data), pickle.loads(data)
+    del t, first
+    gc.collect()
+    assert np.from_dlpack(second).shape == (3,)
+    assert exists(name)
+    del second
+    gc.collect()
+    assert not exists(name)
+
+
+class Forged:
+    def __init__(self, *args):
+        self.args = args
+
+    def __reduce__(self):
+        return rebuild_shared_tensor, self.args
+
+
+F64 = (2, 64, 1)
+
+
+def test_a_pickle_naming_something_else_is_refused():
+    for name in ["/etc/passwd", "/psm_0001", "/dlbridge-../x", 42]:
+        with pytest.raises((dlbridge.InvalidTensorError, TypeError)):
+            pickle.loads(pickle.dumps(Forged(name, 0, (1, F64, (1,), (1,), 0, 0))))
+    with pytest.raises(dlbridge.InvalidTensorError) as excinfo:
+        pickle.loads(pickle.dumps(Forged("/etc/passwd", 0, (1, F64, (1,), (1,), 0, 0))))
+    check_error(excinfo, dlbridge.InvalidTensorError, "invalid_tensor")
+
+
+def test_a_pickle_of_a_released_segment_is_device_unavailable():
+    t = dlbridge.empty((2,), "float64", shared=True)
+    name = name_of(t)
+    del t
+    gc.collect()
+    with pytest.raises(dlbridge.DeviceUnavailableError) as excinfo:
+        pickle.loads(pickle.dumps(Forged(name, 0, (1, F64, (2,), (1,), 0, 0))))
+    assert "keep the sender's tensor alive" in check_error(
+        excinfo, dlbridge.DeviceUnavailableError, "device_unavailable")
+
+
+@pytest.mark.parametrize("layout, cls", [
+    ((1, F64, (3,), (1,), 0, 0), dlbridge.InvalidTensorError),   # 24 bytes in a 16-byte segment
+    ((1, F64, (2,), (-1,), 0, 0), dlbridge.InvalidTensorError),  # reaches before byte 0
+    ((1, (99, 64, 1), (2,), (1,), 0, 0), dlbridge.UnsupportedDTypeError),
+])
+def test_a_layout_outside_the_segment_is_refused_and_gives_the_ticket_back(layout, cls):
+    t = dlbridge.empty((2,), "float64", shared=True)
+    name = name_of(t)
+    fn, (pickled_name, ticket, _) = t.__reduce_ex__(5)
+    with pytest.raises(cls):
+        fn(pickled_name, ticket, layout)
+    assert _shared_memory_info(t)[1] == 1, "the refused load gave its reference back"
+    del t
+    gc.collect()
+    assert not exists(name)
+
+
+@pytest.fixture(scope="module", params=START_METHODS)
+def context(request):
+    return multiprocessing.get_context(request.param)
+
+
+def test_a_queue_hands_the_same_pages_to_a_child(context):
+    t = dlbridge.empty((5,), "float64", shared=True)
+    inbox, outbox = context.Queue(), context.Queue()
+    child = context.Process(target=shared_workers.relay, args=(inbox, outbox))
+    child.start()
+    inbox.put(t)
+    assert outbox.get(timeout=60) == name_of(t)
+    assert np.from_dlpack(t).tolist() == [1.0] * 5, "the child wrote into our pages"
+    inbox.put("leave")
+    child.join(60)
+    assert child.exitcode == 0
+    assert _shared_memory_info(t)[1] == 1, "the child gave its reference back at exit"
+
+
+def test_a_pool_reads_and_returns_shared_tensors(context):
+    t = dlbridge.empty((100,), "float64", shared=True)
+    np.from_dlpack(t)[...] = 1.0
+    with context.Pool(2) as pool:
+        assert pool.map(shared_workers.total, [t, t, t]) == [100.0] * 3
+        plain = dlbridge.from_dlpack(np.full(10, 2.0))  # not shared: travels as bytes
+        assert pool.apply(shared_workers.total, (plain,)) == 20.0
+        results = pool.map(shared_workers.make_shared, [3, 4])
+        # Leaving the with block terminates the workers (SIGTERM), which can
+        # catch one before it lets go of a tensor; close + join ends them
+        # normally, so they give their references back.
+        pool.close()
+        pool.join()
+    assert [r.is_shared for r in results] == [True, True]
+    assert [np.from_dlpack(r).tolist() for r in results] == [[0, 1, 2], [0, 1, 2, 3]]
+    names = [name_of(r) for r in results]
+    del results
+    gc.collect()
+    assert not any(exists(name) for name in names), "the parent was the last holder"
+
+
+def test_a_process_pool_executor_writes_into_shared_memory(context):
+    t = dlbridge.empty((4,), "float64", shared=True)
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=context) as pool:
+        assert pool.submit(shared_workers.add_one_in_place, t).result(timeout=60) == name_of(t)
+    assert np.from_dlpack(t).tolist() == [1.0] * 4
+
+
+def test_the_creator_may_exit_before_the_receiver_loads(context):
+    queue = context.Queue()
+    child = context.Process(target=shared_workers.put_and_exit, args=(queue, 6))
+    child.start()
+    child.join(60)
+    assert child.exitcode == 0, "the creator has exited"
+    received = queue.get(timeout=60)
+    assert np.from_dlpack(received).tolist() == [0, 1, 2, 3, 4, 5]
+    name = name_of(received)
+    assert _shared_memory_info(received)[1] == 1, "only the receiver holds it now"
+    del received
+    gc.collect()
+    assert not exists(name)
+
+
+KILLED_CHILD = """
+import gc, multiprocessing, os, signal, sys
+import numpy as np
+sys.path.insert(0, {tests!r})
+import dlbridge, shared_workers
+from dlbridge._core import _shared_memory_info
+
+if __name__ == "__main__":
+    ctx = multiprocessing.get_context("spawn")
+    t = dlbridge.empty((3,), "float64", shared=True)
+    name = _shared_memory_info(t)[0]
+    queue, ready = ctx.Queue(), ctx.Queue()
+    child = ctx.Process(target=shared_workers.hold_until_killed, args=(queue, ready))
+    child.start()
+    queue.put(t)
+    os.kill(ready.get(timeout=60), signal.SIGKILL)
+    child.join(60)
+    print(name, np.from_dlpack(t)[0], child.exitcode)
+    del t
+    gc.collect()
+    print(os.path.exists("/dev/shm" + name))
+    never_loaded = dlbridge.empty((3,), shared=True)
+    import pickle; pickle.dumps(never_loaded)
+    print(_shared_memory_info(never_loaded)[0])
+"""
+
+
+def test_a_killed_holder_leaves_nothing_once_the_program_ends(run_python):
+    tests = os.path.dirname(__file__)
+    result = run_python(KILLED_CHILD.format(tests=tests))
+    assert result.returncode == 0, result.stderr
+    first, second, never_loaded = result.stdout.split("\n")[:3]
+    name, value, exitcode = first.split()
+    assert (value, exitcode) == ("7.0", "-9")
+    assert second == "True", "the killed child's reference keeps the name while the program runs"
+    assert wait_until_gone(name), "the resource tracker unlinks it when the program ends"
+    assert wait_until_gone(never_loaded), "and the name that an unloaded pickle held"
+
+
+CLEAN_RUN = """
+import multiprocessing, sys
+sys.path.insert(0, {tests!r})
+import dlbridge, shared_workers
+from dlbridge._core import _shared_memory_info
+
+if __name__ == "__main__":
+    ctx = multiprocessing.get_context("forkserver")
+    t = dlbridge.empty((8,), "float64", shared=True)
+    with ctx.Pool(2) as pool:
+        kept = pool.map(shared_workers.make_shared, [2, 3])
+        pool.map(shared_workers.total, [t] * 4)
+        pool.close()
+        pool.join()
+    print(_shared_memory_info(t)[0], *(_shared_memory_info(k)[0] for k in kept))
+"""
+
+
+def test_a_clean_run_leaves_no_segment_and_no_warning(run_python):
+    result = run_python(CLEAN_RUN.format(tests=os.path.dirname(__file__)))
+    assert result.returncode == 0, result.stderr
+    names = result.stdout.split()
+    assert len(names) == 3
+    assert "leaked" not in result.stderr, result.stderr
+    assert not any(exists(name) for name in names), "released at exit, not by the tracker"
