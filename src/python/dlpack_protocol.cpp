@@ -43,8 +43,7 @@ nb::object default_stream_for(DeviceType type) {
 }
 
 nb::object stream_for_producer(nb::handle x) {
-  nb::tuple device = nb::borrow<nb::tuple>(x.attr("__dlpack_device__")());
-  return default_stream_for(DeviceType(nb::cast<int32_t>(device[0])));
+  return default_stream_for(device_from_dlpack_device(x.attr("__dlpack_device__")(), x).type);
 }
 
 // Only types with __dlpack__ are entered, so a hit also answers "is this a
@@ -153,7 +152,8 @@ ManagedTensor import_dlpack_once(nb::handle x, ProducerType& known,
 
 ProducerType* find_producer(nb::handle x) {
   ProducerType* known = known_producer(Py_TYPE(x.ptr()));
-  if (known == nullptr && nb::hasattr(x, "__dlpack__")) known = &learn_producer(Py_TYPE(x.ptr()));
+  if (known == nullptr && !attribute_or_none(x, "__dlpack__").is_none())
+    known = &learn_producer(Py_TYPE(x.ptr()));
   return known;
 }
 

@@ -9,6 +9,7 @@
 #include <dlbridge/backend/transfer.hpp>
 
 #include "bindings.hpp"
+#include "gil.hpp"
 
 namespace dlbridge::python {
 
@@ -65,7 +66,10 @@ PyTypeObject* tensor_type() noexcept { return tensor_type_object; }
 
 const Tensor* as_tensor(nb::handle object) noexcept {
   PyObject* o = object.ptr();
-  if (o != nullptr && PyObject_TypeCheck(o, tensor_type_object)) return nb::inst_ptr<Tensor>(o);
+  // Tensor.__new__(Tensor) makes an instance that was never constructed;
+  // it holds no tensor and must not be read as one.
+  if (o != nullptr && PyObject_TypeCheck(o, tensor_type_object) && nb::inst_ready(object))
+    return nb::inst_ptr<Tensor>(o);
   return nullptr;
 }
 
@@ -93,7 +97,7 @@ Tensor copy_tensor(const Tensor& source, Device target, StreamArg consumer_strea
   options.stream = consumer_stream;
   Tensor out;
   {
-    nb::gil_scoped_release unlocked;  // large copies run without the GIL
+    GilReleased unlocked;  // large copies run without the GIL
     out = tensor_from_managed(copy_to_device(source.view(), target, options));
   }
   return out;
@@ -146,7 +150,7 @@ PyObject* tensor_dlpack(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
       values[slot] = args[i];
     }
     const Tensor* t = as_tensor(nb::handle(self));
-    if (t == nullptr) throw nb::type_error("__dlpack__ needs a dlbridge.Tensor.");
+    if (t == nullptr) throw nb::type_error("__dlpack__ needs an initialised dlbridge.Tensor.");
     ExchangeRequest request{max_version_from_python(values[1]), dl_device_from_python(values[2]),
                             copy_from_python(values[3]), nb::borrow(values[0])};
     return export_capsule(*t, request).release().ptr();
@@ -203,7 +207,7 @@ void bind_tensor(nb::module_& m) {
            [](const Tensor& t) {
              ManagedTensor out;
              {
-               nb::gil_scoped_release unlocked;
+               GilReleased unlocked;
                out = copy_unpacked(t.view());
              }
              return wrap_tensor(tensor_from_managed(std::move(out)));
