@@ -14,8 +14,8 @@ The rule every call keeps: it returns, or raises TypeError, ValueError, a
 dlbridge.DLPackError (with a code and a hint), MemoryError for sizes no
 machine has, or the producer's own exception; never a crash, a RuntimeError or
 SystemError, an AttributeError from inside dlbridge, or C++ text in a message.
-DLBRIDGE_FUZZ_EXAMPLES sets the examples per property (a small number in the
-test command; ``scripts/fuzz --python N`` runs more, unseeded).
+DLBRIDGE_FUZZ_EXAMPLES sets the examples per property (150, the same ones each
+run, unless DLBRIDGE_FUZZ_RANDOM=1; ``scripts/fuzz --python N`` draws N fresh ones).
 """
 
 from __future__ import annotations
@@ -29,7 +29,9 @@ import sys
 import tempfile
 import traceback
 
-EXAMPLES = int(os.environ.get("DLBRIDGE_FUZZ_EXAMPLES", "0"))
+EXAMPLES = int(os.environ.get("DLBRIDGE_FUZZ_EXAMPLES", "150"))
+# Unset: the same examples every run (the test command); "1": fresh ones.
+RANDOM = os.environ.get("DLBRIDGE_FUZZ_RANDOM") == "1"
 
 # --- Building blocks the programs use (run inside the worker) ---------------
 
@@ -363,8 +365,8 @@ if __name__ != "__main__":
             f"--run {json.dumps(program)}\nprogram:\n{program}")
 
     fuzz_settings = settings(
-        max_examples=EXAMPLES or 150,
-        derandomize=not EXAMPLES,  # the test command sees the same examples every run
+        max_examples=EXAMPLES,
+        derandomize=not RANDOM,
         deadline=None, database=None,
         suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
