@@ -193,7 +193,10 @@ Tensor import_buffer(nb::handle x) {
 }
 
 Tensor import_array_interface(nb::handle x, nb::handle interface) {
-  return tensor_over_object(x, read_array_interface(interface, "__array_interface__"), Device{});
+  // The dict may own the memory: a NumPy scalar's interface describes a
+  // temporary array that only the dict's '__ref' keeps alive.
+  return tensor_over_object(nb::make_tuple(x, interface),
+                            read_array_interface(interface, "__array_interface__"), Device{});
 }
 
 // NumPy exports only its built-in dtypes through DLPack. An array of an
@@ -214,7 +217,8 @@ std::optional<Tensor> import_extension_dtype(nb::handle x) {
                                  parsed->code == abi::kDLFloat || parsed->code == abi::kDLComplex ||
                                  parsed->code == abi::kDLBool);
   if (numpy_exports_it) return std::nullopt;  // refused for another reason: keep that error
-  return tensor_over_object(x, read_array_interface(interface, "__array_interface__", parsed),
+  return tensor_over_object(nb::make_tuple(x, interface),
+                            read_array_interface(interface, "__array_interface__", parsed),
                             Device{});
 }
 

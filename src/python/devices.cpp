@@ -107,7 +107,7 @@ Tensor import_cuda_array_interface(nb::handle x, nb::handle interface) {
       cuda->synchronize(Device{abi::kDLCUDAManaged, 0}, producer);
   }
 
-  return tensor_over_object(x, fields, device);
+  return tensor_over_object(nb::make_tuple(x, interface), fields, device);
 }
 
 }  // namespace dlbridge::python

@@ -34,11 +34,14 @@ Tensor finish_import(Tensor t, const ExchangeRequest& request, bool copied_by_pr
                  "(it set IS_COPIED).",
                  "Pass copy=None to accept the copy.");
   if (moved || (request.copy == true && !copied_by_producer)) return copy_tensor(t, target);
-  if (target != source) t = Tensor(t.storage(), t.view().with_device(target));
+  if (target != source) t = t.with_view(t.view().with_device(target));
   return t;
 }
 
 Tensor import_from_producer(nb::handle x, ProducerType& known, const ExchangeRequest& request) {
+  nb::object resolved = resolve_lazy_state(x, policy_of(known), request);
+  if (!resolved.is_none())
+    return finish_import(import_object(resolved, ExchangeRequest{}), request, true);
   ManagedTensor managed = import_dlpack(x, known, request);
   const bool copied = (managed.flags() & DLBRIDGE_FLAG_IS_COPIED) != 0;
   if (!request.device && !request.copy) return tensor_from_managed(std::move(managed));
@@ -60,12 +63,19 @@ Tensor import_object(nb::handle x, const ExchangeRequest& request, const char* e
     } catch (nb::python_error& e) {
       if (!e.matches(PyExc_BufferError)) throw;
       std::optional<Tensor> fallback = import_extension_dtype(x);
-      if (!fallback) throw;
+      if (!fallback && is_dlpack_error(e)) throw;
+      if (!fallback) raise_producer_refusal(x, policy_of(*known), e);
       return finish_import(std::move(*fallback), request, false);
     }
   }
-  if (PyObject_CheckBuffer(x.ptr())) return finish_import(import_buffer(x), request, false);
-  nb::object interface = attribute_or_none(x, "__array_interface__");
+  // An object with both views is read through __array_interface__, which
+  // names the element type: NumPy's datetime64 scalar exports its buffer as
+  // eight 'B' bytes. Python's own byte containers have no such attribute.
+  const bool byte_container = PyBytes_CheckExact(x.ptr()) || PyByteArray_CheckExact(x.ptr()) ||
+                              PyMemoryView_Check(x.ptr());
+  nb::object interface = byte_container ? nb::none() : attribute_or_none(x, "__array_interface__");
+  if (interface.is_none() && PyObject_CheckBuffer(x.ptr()))
+    return finish_import(import_buffer(x), request, false);
   if (!interface.is_none())
     return finish_import(import_array_interface(x, interface), request, false);
   nb::object cuda_interface = attribute_or_none(x, "__cuda_array_interface__");
