@@ -104,12 +104,11 @@ void run(FuzzedDataProvider& in) {
   std::sort(sorted.begin(), sorted.end());
   const bool dst_overlaps = std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end();
 
-  ErrorCode expected_code = ErrorCode::invalid_argument;
-  bool should_fail = true;
-  if (dst_shape != shape) expected_code = ErrorCode::invalid_argument;
-  else if (dst_readonly) expected_code = ErrorCode::read_only;
-  else if (dst_overlaps) expected_code = ErrorCode::unsupported_layout;
-  else should_fail = false;
+  // The rules in the order copy_into checks them; the first broken one names the code.
+  const bool should_fail = dst_shape != shape || dst_readonly || dst_overlaps;
+  const ErrorCode expected_code = dst_shape != shape ? ErrorCode::invalid_argument
+                                  : dst_readonly     ? ErrorCode::read_only
+                                                     : ErrorCode::unsupported_layout;
   if (!should_fail) {
     unsigned char* out = expected[same_arena ? 0 : 1] + (dst.element0 - arenas[same_arena ? 0 : 1]);
     for (size_t i = 0; i < dst_offsets.size(); ++i)
