@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import sys
 from typing import Any, Callable
 
 from . import _core
@@ -253,6 +254,16 @@ def _needs_unpacking(tensor, ext: Extension) -> bool:
     return ext.one_per_byte and (tensor.dtype.lanes > 1 or packed)
 
 
+def _native_byte_order(x, copy):
+    # DLPack has no byte order: NumPy data in the other one is byte-swapped
+    # when a copy is allowed (from_dlpack refuses it with the same fix).
+    dtype = getattr(x, "dtype", None)
+    swapped = ">" if sys.byteorder == "little" else "<"
+    if copy is False or getattr(dtype, "byteorder", "=") != swapped:
+        return x
+    return x.astype(dtype.newbyteorder("="))
+
+
 def convert(x, to, /, *, device=None, copy=None):
     """Hand `x` to `to` ("numpy", "torch", "jax", "cupy", "tensorflow", "tvm_ffi", "dlbridge",
     or a module/callable with from_dlpack), zero-copy where the target allows, with the one
@@ -260,7 +271,7 @@ def convert(x, to, /, *, device=None, copy=None):
     import dlbridge
 
     target, fn = resolve(to)
-    tensor = dlbridge.from_dlpack(x, device=device, copy=copy)
+    tensor = dlbridge.from_dlpack(_native_byte_order(x, copy), device=device, copy=copy)
     if fn is None:
         return tensor
     route = plan(tensor, target, copy)

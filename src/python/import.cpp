@@ -64,6 +64,7 @@ Tensor import_object(nb::handle x, const ExchangeRequest& request, const char* e
       if (!e.matches(PyExc_BufferError)) throw;
       std::optional<Tensor> fallback = import_extension_dtype(x);
       if (!fallback && is_dlpack_error(e)) throw;
+      if (!fallback) check_byte_order(x);
       if (!fallback) raise_producer_refusal(x, policy_of(*known), e);
       return finish_import(std::move(*fallback), request, false);
     }
