@@ -1,0 +1,543 @@
+"""Fuzzing of the Python binding boundary with Hypothesis.
+
+Hypothesis draws small programs: hostile producers (``__dlpack_device__``
+returning anything, ``__dlpack__`` returning wrong capsules or raising,
+``__array_interface__`` dicts whose fields lie, odd buffer exporters) and calls
+of the public entry points with keyword values of every type. Each program
+runs in a worker interpreter that serves many programs in a row, so a crash
+or a hang fails the test with the program printed instead of losing the run;
+the program alone reproduces it:
+
+    .venv/bin/python tests/python/test_fuzz_boundary.py --run 'PROGRAM'
+
+The rule every call keeps: it returns, or raises TypeError, ValueError, a
+dlbridge.DLPackError (with a code and a hint), MemoryError for sizes no
+machine has, or the producer's own exception; never a crash, a RuntimeError or
+SystemError, an AttributeError from inside dlbridge, or C++ text in a message.
+DLBRIDGE_FUZZ_EXAMPLES sets the examples per property (150, the same ones each
+run, unless DLBRIDGE_FUZZ_RANDOM=1; ``scripts/fuzz --python N`` draws N fresh ones).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import selectors
+import subprocess
+import sys
+import tempfile
+import traceback
+
+EXAMPLES = int(os.environ.get("DLBRIDGE_FUZZ_EXAMPLES", "150"))
+# Unset: the same examples every run (the test command); "1": fresh ones.
+RANDOM = os.environ.get("DLBRIDGE_FUZZ_RANDOM") == "1"
+
+# --- Building blocks the programs use (run inside the worker) ---------------
+
+
+class Boom(Exception):
+    """What a hostile producer raises; it may pass through dlbridge."""
+
+
+class Interrupt(KeyboardInterrupt):
+    """A Ctrl-C raised inside a producer; it may pass through dlbridge."""
+
+
+class Violation(Exception):
+    pass
+
+
+class LyingTuple(tuple):
+    """A tuple whose len() is not its length."""
+
+    def __new__(cls, items, length):
+        self = super().__new__(cls, items)
+        self.length = length
+        return self
+
+    def __len__(self):
+        return self.length
+
+
+class BadIndex:
+    def __index__(self):
+        raise Boom("__index__")
+
+    def __int__(self):
+        raise Boom("__int__")
+
+
+class BadLen:
+    def __len__(self):
+        raise Boom("__len__")
+
+    def __iter__(self):
+        raise Boom("__iter__")
+
+
+def behave(spec, *args):
+    """A producer method's behaviour: 'boom', 'interrupt', or a factory."""
+    if spec == "boom":
+        raise Boom("producer")
+    if spec == "interrupt":
+        raise Interrupt()
+    return spec()
+
+
+def producer_class(*, device=None, dlpack=None, iface=None, keywords="any"):
+    """A new producer type (dlbridge caches per type, so each is unseen).
+    A behaviour of None leaves the attribute out; it may be changed later."""
+
+    def __dlpack__(self, **kwargs):
+        if keywords == "none" and kwargs:
+            raise TypeError("__dlpack__() takes no keyword arguments")
+        return behave(type(self).dlpack_spec)
+
+    def __dlpack_device__(self):
+        return behave(type(self).device_spec)
+
+    def __array_interface__(self):
+        return behave(type(self).iface_spec)
+
+    namespace = {"dlpack_spec": dlpack, "device_spec": device, "iface_spec": iface}
+    if dlpack is not None:
+        namespace["__dlpack__"] = __dlpack__
+    if device is not None:
+        namespace["__dlpack_device__"] = __dlpack_device__
+    if iface is not None:
+        namespace["__array_interface__"] = property(__array_interface__)
+    return type("Hostile", (), namespace)
+
+
+_kept_alive = []
+
+
+def buffer_address():
+    """An address with 32 KiB of readable memory on both sides: every honest
+    layout the programs draw fits, so a crash is dlbridge's, not the lie's."""
+    import numpy as np
+
+    block = np.zeros(1 << 16, dtype=np.uint8)
+    _kept_alive.append(block)
+    return block.ctypes.data + (1 << 15)
+
+
+def capsule(kind):
+    import numpy as np
+
+    from dlbridge._core import _testing
+
+    source = np.arange(6.0).reshape(2, 3)
+    if kind == "versioned":
+        return source.__dlpack__(max_version=(1, 0))
+    if kind == "legacy":
+        return source.__dlpack__()
+    if kind == "readonly":
+        source.flags.writeable = False
+        return source.__dlpack__(max_version=(1, 0))
+    if kind == "consumed":
+        import dlbridge
+
+        used = source.__dlpack__(max_version=(1, 0))
+        dlbridge.from_dlpack(used)
+        return used
+    if kind == "non_utf8_name":
+        new = ctypes.pythonapi.PyCapsule_New
+        new.restype = ctypes.py_object
+        new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+        _kept_alive.append(source)
+        return new(source.ctypes.data, b"dltensor\xff", None)
+    if kind.startswith("testing:"):
+        return _testing.make_capsule(**eval(kind[len("testing:"):]))
+    raise AssertionError(kind)
+
+
+def exporter(kind):
+    """A real buffer exporter: these cannot lie about their memory."""
+    import array
+    import numpy as np
+
+    made = {
+        "bytes": lambda: b"abcdefgh",
+        "bytearray": lambda: bytearray(b"abcdefgh"),
+        "half_view": lambda: memoryview(bytearray(8)).cast("e"),
+        "bool_view": lambda: memoryview(bytearray(4)).cast("?"),
+        "big_endian": lambda: np.arange(4, dtype=">f4"),
+        "datetime_scalar": lambda: np.datetime64(1, "s"),
+        "timedelta_array": lambda: np.arange(3, dtype="m8[s]"),
+        "void": lambda: np.zeros(2, dtype="V3"),
+        "structured": lambda: np.zeros(2, dtype=[("a", "<i4"), ("b", "<f8")]),
+        "strided": lambda: np.arange(10.0)[::3],
+        "negative": lambda: np.arange(10.0)[::-2],
+        "readonly": lambda: np.frombuffer(b"abcdefgh", dtype=np.uint8),
+        "zero_d": lambda: np.array(3.5),
+        "float16": lambda: np.ones(3, dtype=np.float16),
+        "objects": lambda: np.array([None, 1], dtype=object),
+        "unicode": lambda: np.array(["ab"]),
+        "array_u": lambda: array.array("u", "ab"),
+        "array_q": lambda: array.array("q", [1, 2]),
+        "ctypes_struct": lambda: (type("S", (ctypes.Structure,), {"_fields_": [("a", ctypes.c_int)]}) * 2)(),
+        "released": lambda: _released_view(),
+        "size1_stride": lambda: np.lib.stride_tricks.as_strided(np.zeros(4), (1, 2), (2**62, 8)),
+        "complex": lambda: np.arange(3, dtype=np.complex64),
+    }
+    return made[kind]()
+
+
+def _released_view():
+    view = memoryview(bytearray(8))
+    view.release()
+    return view
+
+
+def honest_tensor():
+    import numpy as np
+
+    import dlbridge
+
+    return dlbridge.from_dlpack(np.arange(6.0).reshape(2, 3))
+
+
+def _allowed(exc):
+    """None when exc is an allowed outcome, else why not."""
+    import dlbridge
+
+    if isinstance(exc, (Boom, Interrupt)):
+        return None
+    text = str(exc)
+    if "std::" in text or "terminate called" in text:
+        return f"C++ text in the message: {type(exc).__name__}: {text}"
+    if isinstance(exc, dlbridge.DLPackError):
+        if not isinstance(exc.code, str) or not exc.code or not exc.hint:
+            return f"DLPackError without code or hint: {exc!r}"
+        return None
+    if type(exc) in (TypeError, ValueError, MemoryError) or isinstance(exc, (TypeError, ValueError)):
+        return None
+    return f"{type(exc).__module__}.{type(exc).__name__}: {text}"
+
+
+def _touch(result):
+    """Uses what a call returned the way a user would; each use keeps the
+    same rule as the call."""
+    import numpy as np
+
+    import dlbridge
+
+    uses = []
+    if isinstance(result, dlbridge.Tensor):
+        uses = [repr, lambda t: (t.shape, t.strides, t.dtype, t.device, t.readonly, t.nbytes),
+                memoryview, lambda t: t.__array_interface__, np.asarray,
+                lambda t: t.copy(), lambda t: t.copy_unpacked(), lambda t: t.__dlpack__(),
+                lambda t: t.__dlpack__(max_version=(1, 3))]
+    elif type(result).__name__ == "PyCapsule":
+        uses = [dlbridge.inspect_capsule, dlbridge.from_dlpack]
+    elif isinstance(result, (dlbridge.Device, dlbridge.DType)):
+        uses = [str, repr, hash, tuple]
+    for use in uses:
+        try:
+            out = use(result)
+            if isinstance(out, memoryview):
+                out.tobytes()
+            if isinstance(out, np.ndarray) and out.dtype.kind not in "OV":
+                out.sum()
+        except BaseException as exc:  # noqa: BLE001 (the rule decides)
+            if (why := _allowed(exc)) is not None:
+                raise Violation(f"using the result: {why}") from exc
+
+
+def check(call):
+    """Runs one entry-point call under the rule; raises Violation if broken."""
+    try:
+        result = call()
+    except BaseException as exc:  # noqa: BLE001 (the rule decides)
+        if (why := _allowed(exc)) is not None:
+            raise Violation(why) from exc
+        return
+    _touch(result)
+
+
+def _namespace():
+    import numpy as np
+
+    import dlbridge
+    from dlbridge import DeviceType
+
+    names = dict(globals())
+    names.update(np=np, dlbridge=dlbridge, DeviceType=DeviceType)
+    return names
+
+
+def run_program(program):
+    """Runs one program; returns None, or what went wrong with a traceback."""
+    names = _namespace()
+    try:
+        exec(compile(program, "<program>", "exec"), names)
+    except Violation as exc:
+        return f"{exc}\n{''.join(traceback.format_exception(exc.__cause__))}"
+    except BaseException:  # noqa: BLE001 (a building block failed: the harness's bug)
+        return "the program itself failed:\n" + traceback.format_exc()
+    return None
+
+
+def serve():
+    """Worker loop: one JSON program per line in, one JSON verdict per line out."""
+    import gc
+
+    import dlbridge  # noqa: F401  (import costs paid once, not per program)
+    import jax.numpy  # noqa: F401
+    import torch  # noqa: F401
+
+    # The libraries' long-lived objects out of the collector's reach: the
+    # collect after each program then costs microseconds, not 0.3 s.
+    gc.freeze()
+
+    # Verdicts go to the parent on a private copy of stdout; anything a
+    # library prints goes to stderr and cannot garble them.
+    verdicts = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    for line in sys.stdin:
+        problem = run_program(json.loads(line))
+        gc.collect()  # deleters and finalizers run inside this program's turn
+        verdicts.write(json.dumps(problem) + "\n")
+        verdicts.flush()
+
+
+# --- The parent side: workers and Hypothesis strategies ---------------------
+
+if __name__ != "__main__":
+    import pytest
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    class Worker:
+        """A child interpreter running programs; replaced after it dies."""
+
+        def __init__(self):
+            self.process = None
+            self.stderr = None
+
+        def start(self):
+            env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONFAULTHANDLER="1")
+            # A file, not a pipe: a chatty worker must not block on a full pipe.
+            self.stderr = tempfile.TemporaryFile(mode="w+")
+            self.process = subprocess.Popen(
+                [sys.executable, __file__, "--serve"], stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE, stderr=self.stderr, text=True, env=env)
+
+        def run(self, program, timeout=30.0):
+            if self.process is None or self.process.poll() is not None:
+                self.start()
+            process = self.process
+            process.stdin.write(json.dumps(program) + "\n")
+            process.stdin.flush()
+            with selectors.DefaultSelector() as selector:
+                selector.register(process.stdout, selectors.EVENT_READ)
+                ready = selector.select(timeout)
+            line = process.stdout.readline() if ready else ""
+            if line:
+                return json.loads(line)
+            if not ready:
+                process.kill()
+            process.wait()
+            self.stderr.seek(0)
+            stderr = self.stderr.read()[-3000:]
+            self.process = None
+            what = "hung" if not ready else f"died with exit status {process.returncode}"
+            return f"the worker interpreter {what}; its stderr ends:\n{stderr}"
+
+        def stop(self):
+            if self.process is not None and self.process.poll() is None:
+                self.process.stdin.close()
+                self.process.wait(timeout=30)
+
+    @pytest.fixture(scope="module")
+    def worker():
+        w = Worker()
+        yield w
+        w.stop()
+
+    def expect_clean(worker, program):
+        problem = worker.run(program)
+        assert problem is None, (
+            f"{problem}\nreproduce with:\n  .venv/bin/python tests/python/test_fuzz_boundary.py "
+            f"--run {json.dumps(program)}\nprogram:\n{program}")
+
+    fuzz_settings = settings(
+        max_examples=EXAMPLES,
+        derandomize=not RANDOM,
+        deadline=None, database=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+
+    # Python expressions for values of every type a keyword might get.
+    ATOMS = [
+        "None", "True", "False", "0", "1", "-1", "2", "3", "13", "99", "2**31", "2**63 - 1",
+        "2**63", "-2**63", "2**64", "10**30", "1.5", "float('nan')", "''", "'cpu'", "'cuda'",
+        "'cuda:0'", "'cpu:1'", "'kDLCPU'", "'cuda:-1'", "'cpu:99999999999'", "'float32'",
+        "'int4'", "'complex64'", "'float8_e4m3fn'", "'bogus'", "'\\udcff'", "b'cpu'",
+        "bytearray(b'x')", "object()", "[]", "{}", "()", "(1,)", "(1, 0)", "(2, 0)", "(1, 0, 0)",
+        "[1, 0]", "(None, 0)", "('cpu', 0)", "(1.0, 0)", "(1, -1)", "(1, 2**40)", "(99, 0)",
+        "(2**40, 0)", "(1, 3)", "(0, 8)", "(2, 0)", "(1, 3, 5)", "(-1, 0)", "(2**32, 0)",
+        "DeviceType.kDLCPU", "DeviceType.kDLCUDA", "dlbridge.Device('cpu')", "dlbridge.DType('float32')",
+        "np.int64(1)", "np.float32(1)", "np.array(1)", "np.arange(3)", "LyingTuple((1, 0), 5)",
+        "LyingTuple((1, 0), 0)", "LyingTuple((), 2)", "LyingTuple((1, 3), 64)", "BadIndex()",
+        "BadLen()", "int", "type", "(BadIndex(), 0)", "(1, BadIndex())", "[2, 3]", "(2, -3)",
+        "(2**62, 4)", "honest_tensor()", "capsule('versioned')", "capsule('legacy')",
+    ]
+    atoms = st.sampled_from(ATOMS)
+    values = st.one_of(
+        atoms,
+        st.lists(atoms, max_size=3).map(lambda items: "(" + "".join(i + ", " for i in items) + ")"),
+    )
+
+    BEHAVIOUR_VALUES = ATOMS + ["capsule('consumed')", "capsule('readonly')",
+                                "capsule('non_utf8_name')", "capsule('testing:{\"name\": \"x\"}')",
+                                "capsule('testing:{\"device\": (2, 0)}')",
+                                "capsule('testing:{\"dtype\": (99, 8, 1)}')",
+                                "capsule('testing:{\"versioned\": False, \"device\": (13, 0)}')",
+                                "capsule('testing:{\"version\": (2, 0)}')"]
+    behaviours = st.one_of(
+        st.none(), st.sampled_from(["'boom'", "'interrupt'"]),
+        st.sampled_from(BEHAVIOUR_VALUES).map(lambda v: f"lambda: {v}"),
+    )
+
+    @st.composite
+    def producers(draw):
+        """An expression making a hostile producer instance."""
+        device, dlpack = draw(behaviours), draw(behaviours)
+        keywords = draw(st.sampled_from(["any", "none"]))
+        return (f"producer_class(device={device}, dlpack={dlpack}, "
+                f"keywords={keywords!r})()")
+
+    def keywords(names):
+        return st.dictionaries(st.sampled_from(names), values, max_size=len(names)).map(
+            lambda kw: "".join(f", {k}={v}" for k, v in kw.items()))
+
+    @st.composite
+    def calls(draw, subject):
+        """A call of a public entry point on the expression subject."""
+        form = draw(st.sampled_from([
+            "dlbridge.from_dlpack({x}{kw})", "dlbridge.to_dlpack({x}{kw})",
+            "dlbridge.convert({x}, {to}{kw})", "dlbridge.Device({x})",
+            "dlbridge.Device('cpu') == {x}", "dlbridge.empty((2,), device={x})",
+            "honest_tensor().copy(device={x})", "honest_tensor().__dlpack__(dl_device={x})",
+            "dlbridge.from_dlpack(honest_tensor(), device={x})", "dlbridge.inspect_capsule({x})",
+        ]))
+        kw = ""
+        if "from_dlpack({x}" in form:
+            kw = draw(keywords(["device", "copy"]))
+        elif "to_dlpack" in form:
+            kw = draw(keywords(["stream", "max_version", "dl_device", "copy"]))
+        elif "convert" in form:
+            kw = draw(keywords(["device", "copy"]))
+        to = draw(st.sampled_from(["'numpy'", "'torch'", "'jax'", "'dlbridge'"]) | values)
+        return "check(lambda: " + form.format(x=subject, kw=kw, to=to) + ")"
+
+    @given(producer=producers(), data=st.data())
+    @fuzz_settings
+    def test_hostile_producers_never_crash_dlbridge(worker, producer, data):
+        call = data.draw(calls(producer))
+        expect_clean(worker, call + "\n")
+
+    @given(data=st.data())
+    @fuzz_settings
+    def test_keyword_values_of_every_type(worker, data):
+        form = data.draw(st.sampled_from([
+            "dlbridge.from_dlpack(np.arange(6.0){kw})", "dlbridge.to_dlpack(np.arange(6.0){kw})",
+            "honest_tensor().__dlpack__({kw})", "dlbridge.convert(np.arange(6.0), 'numpy'{kw})",
+            "dlbridge.empty({v}{kw})", "dlbridge.Device({v}{kw})", "dlbridge.DType({v})",
+            "honest_tensor().copy({v})", "dlbridge.Device({v}, {v2})",
+        ]))
+        names = {"from_dlpack": ["device", "copy"], "convert": ["device", "copy"],
+                 "to_dlpack": ["stream", "max_version", "dl_device", "copy"],
+                 "__dlpack__": ["stream", "max_version", "dl_device", "copy"],
+                 "empty": ["dtype", "device"], "Device": ["id"]}
+        kw = next((data.draw(keywords(v)) for k, v in names.items() if k in form), "")
+        if form.startswith("honest_tensor().__dlpack__"):
+            kw = kw[2:]  # no positional argument before the keywords
+        call = form.format(kw=kw, v=data.draw(values), v2=data.draw(values))
+        expect_clean(worker, f"check(lambda: {call})\n")
+
+    # Fields of an __array_interface__ dict: honest values mixed with lies of
+    # every type. Numeric lies are negative or beyond int64 only: an in-range
+    # lie about a real pointer's extent cannot be detected by any consumer.
+    SMALL = ["0", "1", "2", "3", "4"]
+    FIELDS = {
+        "shape": ["({}, )".format(s) for s in SMALL] + ["(2, 3)", "()", "(0, 5)", "(-1,)", "(2**63,)",
+                                                         "(2**64, 0)", "('x',)", "None", "3", "[2, 3]",
+                                                         "(1.5,)", "LyingTuple((2,), 7)"],
+        "typestr": ["'<f8'", "'<i4'", "'|u1'", "'>f4'", "'<c16'", "'|b1'", "'<M8[s]'", "'|V4'",
+                    "'<f2'", "'<U1'", "'|O'", "'<i3'", "''", "b'<f8'", "8", "None", "'<f8x'",
+                    "'\\udcff'"],
+        "data": ["(buffer_address(), False)", "(buffer_address(), True)", "(0, False)",
+                 "(-1, False)", "(2**64, False)", "(2**70, True)", "('x', False)", "None",
+                 "(buffer_address(),)", "(buffer_address(), 'yes')", "(buffer_address(), None)",
+                 "(buffer_address(), 2)", "buffer_address()", "(1.5, False)", "b'abcd'",
+                 "bytearray(16)"],
+        "strides": ["None", "(8,)", "(-8,)", "(0,)", "(24, 8)", "(8, -16)", "(2**63,)", "('x',)",
+                    "(1,)", "(3, 1)", "()", "8", "(1.5,)", "(4, 2**63)"],
+        "version": ["3", "2", "4", "'3'", "None"],
+        "offset": ["0", "8", "-8", "2**64", "'x'"],
+        "descr": ["[('', '<f8')]", "'x'", "None"],
+    }
+
+    @st.composite
+    def interfaces(draw):
+        fields = {}
+        for name in ["shape", "typestr", "data", "strides", "version", "offset", "descr"]:
+            required = name in ("shape", "typestr", "data", "version")
+            if required and draw(st.integers(0, 9)) or draw(st.integers(0, 3)) == 0:
+                fields[name] = draw(st.sampled_from(FIELDS[name]))
+        body = "{" + ", ".join(f"{k!r}: {v}" for k, v in fields.items()) + "}"
+        return draw(st.sampled_from([f"lambda: {body}", f"lambda: {body}", "'boom'",
+                                     "'interrupt'", "lambda: None", "lambda: [('shape', (2,))]"]))
+
+    @given(iface=interfaces(), data=st.data())
+    @fuzz_settings
+    def test_array_interface_lies(worker, iface, data):
+        subject = f"producer_class(iface={iface})()"
+        use = data.draw(st.sampled_from([
+            "dlbridge.from_dlpack({x})", "dlbridge.from_dlpack({x}, copy=True)",
+            "dlbridge.to_dlpack({x})", "dlbridge.convert({x}, 'numpy')",
+            "dlbridge.convert({x}, 'torch')",
+        ]))
+        expect_clean(worker, f"check(lambda: {use.format(x=subject)})\n")
+
+    @given(kind=st.sampled_from(sorted([
+        "bytes", "bytearray", "half_view", "bool_view", "big_endian", "datetime_scalar",
+        "timedelta_array", "void", "structured", "strided", "negative", "readonly", "zero_d",
+        "float16", "objects", "unicode", "array_u", "array_q", "ctypes_struct", "released",
+        "size1_stride", "complex"])),
+        data=st.data())
+    @fuzz_settings
+    def test_buffer_exporters(worker, kind, data):
+        call = data.draw(calls(f"exporter({kind!r})"))
+        expect_clean(worker, call + "\n")
+
+    @given(first=behaviours, second=behaviours, data=st.data())
+    @fuzz_settings
+    def test_producer_type_changing_its_answers(worker, first, second, data):
+        """dlbridge remembers things per producer type: a type whose answers
+        change between imports must not make it trust a stale one."""
+        dlpack = data.draw(behaviours)
+        program = (f"P = producer_class(device=lambda: (2, 0), dlpack={dlpack})\n"
+                   f"check(lambda: dlbridge.from_dlpack(P()))\n"
+                   f"P.device_spec = {first}\n"
+                   f"P.dlpack_spec = {second}\n"
+                   "if not hasattr(P, '__dlpack_device__'):\n"
+                   "    P.__dlpack_device__ = lambda self: behave(type(self).device_spec)\n"
+                   f"check(lambda: dlbridge.from_dlpack(P()))\n"
+                   f"check(lambda: dlbridge.from_dlpack(P(), copy=True))\n")
+        expect_clean(worker, program)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--serve"]:
+        serve()
+    elif sys.argv[1:2] == ["--run"]:
+        problem = run_program(sys.argv[2])
+        print(problem or "no problem: the program kept the rule")
+        sys.exit(1 if problem else 0)
+    else:
+        sys.exit(__doc__)
