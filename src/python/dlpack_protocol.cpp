@@ -73,8 +73,15 @@ nb::object call_dlpack_max_version(nb::handle x, nb::handle stream) {
   static PyObject* method = PyUnicode_InternFromString("__dlpack__");
   static PyObject* version =
       nb::make_tuple(DLBRIDGE_DLPACK_MAJOR, DLBRIDGE_DLPACK_MINOR).release().ptr();
-  static PyObject* names_version = nb::make_tuple("max_version").release().ptr();
-  static PyObject* names_version_stream = nb::make_tuple("max_version", "stream").release().ptr();
+  // Interned names: a producer's argument parser (NumPy's among them)
+  // matches keywords by pointer first and falls back to comparing text.
+  static PyObject* names_version =
+      nb::make_tuple(nb::steal(PyUnicode_InternFromString("max_version"))).release().ptr();
+  static PyObject* names_version_stream =
+      nb::make_tuple(nb::steal(PyUnicode_InternFromString("max_version")),
+                     nb::steal(PyUnicode_InternFromString("stream")))
+          .release()
+          .ptr();
   const bool with_stream = !stream.is_none();
   PyObject* args[] = {x.ptr(), version, stream.ptr()};
   PyObject* result = PyObject_VectorcallMethod(

@@ -9,6 +9,7 @@
 #include <dlbridge/backend/transfer.hpp>
 
 #include "bindings.hpp"
+#include "fast_calls.hpp"
 
 namespace dlbridge::python {
 
@@ -131,20 +132,7 @@ PyObject* tensor_dlpack(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
       throw nb::type_error("__dlpack__() takes keyword arguments only "
                            "(stream, max_version, dl_device, copy).");
     PyObject* values[4] = {Py_None, Py_None, Py_None, Py_None};
-    const Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
-    for (Py_ssize_t i = 0; i < nkw; ++i) {
-      PyObject* key = PyTuple_GET_ITEM(kwnames, i);
-      int slot = -1;
-      for (int k = 0; k < 4 && slot < 0; ++k)
-        if (key == names[k]) slot = k;
-      for (int k = 0; k < 4 && slot < 0; ++k)
-        if (PyUnicode_Compare(key, names[k]) == 0) slot = k;
-      if (slot < 0)
-        throw nb::type_error(("__dlpack__() got an unexpected keyword argument '" +
-                              nb::cast<std::string>(nb::handle(key)) + "'.")
-                                 .c_str());
-      values[slot] = args[i];
-    }
+    if (kwnames != nullptr) match_keywords("__dlpack__", names, 4, args, kwnames, values);
     const Tensor* t = as_tensor(nb::handle(self));
     if (t == nullptr) throw nb::type_error("__dlpack__ needs a dlbridge.Tensor.");
     ExchangeRequest request{max_version_from_python(values[1]), dl_device_from_python(values[2]),
