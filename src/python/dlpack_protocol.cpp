@@ -159,8 +159,21 @@ ManagedTensor import_dlpack_once(nb::handle x, ProducerType& known,
 }  // namespace
 
 ProducerType* find_producer(nb::handle x) {
-  ProducerType* known = known_producer(Py_TYPE(x.ptr()));
-  if (known == nullptr && nb::hasattr(x, "__dlpack__")) known = &learn_producer(Py_TYPE(x.ptr()));
+  // The last type asked about, recognised by address and version tag: a
+  // program converts the same kind of array over and over, and the tag
+  // tells a new type at a freed type's address apart (tags are not reused).
+  static PyTypeObject* last_type = nullptr;
+  static unsigned int last_tag = 0;
+  static ProducerType* last_known = nullptr;
+  PyTypeObject* type = Py_TYPE(x.ptr());
+  if (type == last_type && type->tp_version_tag == last_tag && last_tag != 0) return last_known;
+  ProducerType* known = known_producer(type);
+  if (known == nullptr && nb::hasattr(x, "__dlpack__")) known = &learn_producer(type);
+  if (known != nullptr) {
+    last_type = type;
+    last_tag = type->tp_version_tag;
+    last_known = known;
+  }
   return known;
 }
 

@@ -13,21 +13,55 @@
 
 namespace dlbridge::python {
 
+namespace {
+
+int keyword_slot(const char* function, PyObject* const* names, int count, PyObject* key) {
+  for (int k = 0; k < count; ++k)
+    if (key == names[k]) return k;
+  for (int k = 0; k < count; ++k)
+    if (PyUnicode_Compare(key, names[k]) == 0) return k;
+  if (PyErr_Occurred()) throw nb::python_error();
+  throw nb::type_error((std::string(function) + "() got an unexpected keyword argument '" +
+                        nb::cast<std::string>(nb::handle(key)) + "'.")
+                           .c_str());
+}
+
+// The slots of the last kwnames tuple seen per names table. Callers in C
+// (NumPy's from_dlpack among them) pass the same static tuple every time,
+// and its names need not be interned; the tuple is held so that its address
+// cannot be reused by another.
+struct KeywordCache {
+  PyObject* const* names = nullptr;
+  PyObject* kwnames = nullptr;
+  int slots[8] = {};
+};
+KeywordCache keyword_cache;
+
+}  // namespace
+
 void match_keywords(const char* function, PyObject* const* names, int count,
                     PyObject* const* kwvalues, PyObject* kwnames, PyObject** values) {
   const Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+  if (kwnames == keyword_cache.kwnames && names == keyword_cache.names) {
+    for (Py_ssize_t i = 0; i < nkw; ++i) values[keyword_cache.slots[i]] = kwvalues[i];
+    return;
+  }
+  bool seen[8] = {};
+  int slots[8] = {};
   for (Py_ssize_t i = 0; i < nkw; ++i) {
-    PyObject* key = PyTuple_GET_ITEM(kwnames, i);
-    int slot = -1;
-    for (int k = 0; k < count && slot < 0; ++k)
-      if (key == names[k]) slot = k;
-    for (int k = 0; k < count && slot < 0; ++k)
-      if (PyUnicode_Compare(key, names[k]) == 0) slot = k;
-    if (slot < 0)
-      throw nb::type_error((std::string(function) + "() got an unexpected keyword argument '" +
-                            nb::cast<std::string>(nb::handle(key)) + "'.")
+    const int slot = keyword_slot(function, names, count, PyTuple_GET_ITEM(kwnames, i));
+    if (seen[slot])
+      throw nb::type_error((std::string(function) + "() got multiple values for keyword argument '" +
+                            nb::cast<std::string>(nb::handle(names[slot])) + "'.")
                                .c_str());
+    seen[slot] = true;
+    if (i < 8) slots[i] = slot;
     values[slot] = kwvalues[i];
+  }
+  if (nkw <= count && count <= 8) {  // every name known and none twice: the layout is reusable
+    Py_XSETREF(keyword_cache.kwnames, nb::handle(kwnames).inc_ref().ptr());
+    keyword_cache.names = names;
+    for (Py_ssize_t i = 0; i < nkw; ++i) keyword_cache.slots[i] = slots[i];
   }
 }
 

@@ -12,7 +12,9 @@ namespace dlbridge::python {
 void match_keywords(const char* function, PyObject* const* names, int count,
                     PyObject* const* kwvalues, PyObject* kwnames, PyObject** values);
 
-// Entry points defined in fast_calls.cpp.
+// Entry points defined in fast_calls.cpp (from_dlpack) and
+// convert_route.cpp (convert).
 void bind_fast_calls(nb::module_& m);
+void bind_convert(nb::module_& m);
 
 }  // namespace dlbridge::python

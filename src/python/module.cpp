@@ -23,5 +23,6 @@ NB_MODULE(_core, m) {
   bind_exchange_api(m);
   bind_import(m);
   bind_fast_calls(m);
+  bind_convert(m);
   bind_testing(m);
 }
