@@ -56,14 +56,23 @@ class VersionError(DLPackError):
     code = "unsupported_version"
 
 
-class CopyRequiredError(DLPackError):
-    """copy=False where only a copy would do."""
+class CopyRequiredError(DLPackError, ValueError):
+    """copy=False where only a copy would do.
+
+    Also a ValueError: the array API standard asks from_dlpack for a
+    ValueError when device= needs a copy that copy=False forbids, and for a
+    BufferError otherwise; one class that is both meets either reading.
+    """
 
     code = "copy_required"
 
 
-class StreamError(DLPackError):
-    """A stream value that is invalid for the device."""
+class StreamError(DLPackError, ValueError):
+    """A stream value that is invalid for the device.
+
+    Also a ValueError: the stream is a bad argument, not a tensor that
+    cannot be expressed (NumPy raises ValueError for it).
+    """
 
     code = "invalid_stream"
 

@@ -20,7 +20,10 @@ enum class ProtocolLevel : uint8_t { unknown, max_version_only, no_keywords };
 
 // What dlbridge has learnt about one producer type.
 struct ProducerType {
-  nb::object type;  // a strong reference keeps the address from being reused
+  // A weak reference whose callback drops this entry when the type dies, so
+  // the cache keeps no class alive (20,000 dynamic classes stayed alive
+  // before) and a later type at the same address starts afresh.
+  nb::object type_watch;
   const abi::DLPackExchangeAPI* api = nullptr;  // its C exchange API, if any
   ProtocolLevel level = ProtocolLevel::unknown;
   // Has delivered device memory: from then on __dlpack_device__ is asked
@@ -43,8 +46,7 @@ nb::object default_stream_for(DeviceType type) {
 }
 
 nb::object stream_for_producer(nb::handle x) {
-  nb::tuple device = nb::borrow<nb::tuple>(x.attr("__dlpack_device__")());
-  return default_stream_for(DeviceType(nb::cast<int32_t>(device[0])));
+  return default_stream_for(device_from_dlpack_device(x.attr("__dlpack_device__")(), x).type);
 }
 
 // Only types with __dlpack__ are entered, so a hit also answers "is this a
@@ -60,9 +62,14 @@ ProducerType* known_producer(PyTypeObject* type) {
   return found == cache.end() ? nullptr : &found->second;
 }
 
+void forget_producer(PyTypeObject* type) { producer_types().erase(type); }
+
 ProducerType& learn_producer(PyTypeObject* type) {
   ProducerType entry;
-  entry.type = nb::borrow(reinterpret_cast<PyObject*>(type));
+  nb::object forget = nb::cpp_function([type](nb::handle) { forget_producer(type); });
+  PyObject* watch = PyWeakref_NewRef(reinterpret_cast<PyObject*>(type), forget.ptr());
+  if (watch == nullptr) throw nb::python_error();
+  entry.type_watch = nb::steal(watch);
   entry.api = find_exchange_api(type);
   return producer_types().emplace(type, std::move(entry)).first->second;
 }
@@ -161,14 +168,16 @@ ManagedTensor import_dlpack_once(nb::handle x, ProducerType& known,
 ProducerType* find_producer(nb::handle x) {
   // The last type asked about, recognised by address and version tag: a
   // program converts the same kind of array over and over, and the tag
-  // tells a new type at a freed type's address apart (tags are not reused).
+  // tells a new type at a freed type's address apart (tags are not reused),
+  // so no reference is held here either.
   static PyTypeObject* last_type = nullptr;
   static unsigned int last_tag = 0;
   static ProducerType* last_known = nullptr;
   PyTypeObject* type = Py_TYPE(x.ptr());
   if (type == last_type && type->tp_version_tag == last_tag && last_tag != 0) return last_known;
   ProducerType* known = known_producer(type);
-  if (known == nullptr && nb::hasattr(x, "__dlpack__")) known = &learn_producer(type);
+  if (known == nullptr && !attribute_or_none(x, "__dlpack__").is_none())
+    known = &learn_producer(type);
   if (known != nullptr) {
     last_type = type;
     last_tag = type->tp_version_tag;

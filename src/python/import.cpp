@@ -47,8 +47,11 @@ Tensor import_from_producer(nb::handle x, ProducerType& known, const ExchangeReq
 
 }  // namespace
 
-Tensor import_object(nb::handle x, const ExchangeRequest& request) {
+Tensor import_object(nb::handle x, const ExchangeRequest& request, const char* entry) {
   if (const Tensor* t = as_tensor(x)) return finish_import(*t, request, false);
+  if (PyObject_TypeCheck(x.ptr(), tensor_type()))
+    throw nb::type_error("This dlbridge.Tensor was never initialised (made by Tensor.__new__); "
+                         "it holds no tensor.");
   if (PyCapsule_CheckExact(x.ptr()))
     return finish_import(tensor_from_managed(consume_capsule(x)), request, false);
   if (ProducerType* known = find_producer(x)) {
@@ -61,14 +64,20 @@ Tensor import_object(nb::handle x, const ExchangeRequest& request) {
       return finish_import(std::move(*fallback), request, false);
     }
   }
-  if (PyObject_CheckBuffer(x.ptr())) return finish_import(import_buffer(x), request, false);
-  nb::object interface = nb::getattr(x, "__array_interface__", nb::none());
+  // An object with both views is read through __array_interface__, which
+  // names the element type: NumPy's datetime64 scalar exports its buffer as
+  // eight 'B' bytes. Python's own byte containers have no such attribute.
+  const bool byte_container = PyBytes_CheckExact(x.ptr()) || PyByteArray_CheckExact(x.ptr()) ||
+                              PyMemoryView_Check(x.ptr());
+  nb::object interface = byte_container ? nb::none() : attribute_or_none(x, "__array_interface__");
+  if (interface.is_none() && PyObject_CheckBuffer(x.ptr()))
+    return finish_import(import_buffer(x), request, false);
   if (!interface.is_none())
     return finish_import(import_array_interface(x, interface), request, false);
-  nb::object cuda_interface = nb::getattr(x, "__cuda_array_interface__", nb::none());
+  nb::object cuda_interface = attribute_or_none(x, "__cuda_array_interface__");
   if (!cuda_interface.is_none())
     return finish_import(import_cuda_array_interface(x, cuda_interface), request, false);
-  throw nb::type_error((std::string("dlbridge.from_dlpack cannot read a ") +
+  throw nb::type_error((std::string(entry) + " cannot read a " +
                         nb::inst_name(x).c_str() +
                         ": it has no __dlpack__, buffer protocol or __array_interface__.")
                            .c_str());
@@ -79,7 +88,7 @@ void bind_import(nb::module_& m) {
   m.def("to_dlpack",
         [](nb::handle x, nb::handle stream, nb::handle max_version, nb::handle dl_device,
            nb::handle copy) {
-          Tensor t = import_object(x, ExchangeRequest{});
+          Tensor t = import_object(x, ExchangeRequest{}, "dlbridge.to_dlpack");
           ExchangeRequest request{max_version_from_python(max_version),
                                   dl_device_from_python(dl_device), copy_from_python(copy),
                                   nb::borrow(stream)};
@@ -97,7 +106,7 @@ void bind_import(nb::module_& m) {
           Device target = device_from_python(device);
           require_served(target);
           std::vector<int64_t> dims;
-          if (PyLong_Check(shape.ptr())) dims.push_back(nb::cast<int64_t>(shape));
+          if (PyLong_Check(shape.ptr())) dims = ints_from_python(nb::make_tuple(shape), "shape");
           else dims = ints_from_python(shape, "shape");
           Tensor host = tensor_from_managed(allocate_compact(dtype_from_python(dtype), dims));
           // Device memory comes from the device's backend, by the one path

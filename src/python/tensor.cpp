@@ -10,6 +10,7 @@
 
 #include "bindings.hpp"
 #include "fast_calls.hpp"
+#include "gil.hpp"
 
 namespace dlbridge::python {
 
@@ -66,7 +67,10 @@ PyTypeObject* tensor_type() noexcept { return tensor_type_object; }
 
 const Tensor* as_tensor(nb::handle object) noexcept {
   PyObject* o = object.ptr();
-  if (o != nullptr && PyObject_TypeCheck(o, tensor_type_object)) return nb::inst_ptr<Tensor>(o);
+  // Tensor.__new__(Tensor) makes an instance that was never constructed;
+  // it holds no tensor and must not be read as one.
+  if (o != nullptr && PyObject_TypeCheck(o, tensor_type_object) && nb::inst_ready(object))
+    return nb::inst_ptr<Tensor>(o);
   return nullptr;
 }
 
@@ -94,7 +98,7 @@ Tensor copy_tensor(const Tensor& source, Device target, StreamArg consumer_strea
   options.stream = consumer_stream;
   Tensor out;
   {
-    nb::gil_scoped_release unlocked;  // large copies run without the GIL
+    GilReleased unlocked;  // large copies run without the GIL
     out = tensor_from_managed(copy_to_device(source.view(), target, options));
   }
   return out;
@@ -160,7 +164,7 @@ PyObject* tensor_dlpack(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
     PyObject* values[4] = {Py_None, Py_None, Py_None, Py_None};
     if (kwnames != nullptr) match_keywords("__dlpack__", names, 4, args, kwnames, values);
     const Tensor* t = as_tensor(nb::handle(self));
-    if (t == nullptr) throw nb::type_error("__dlpack__ needs a dlbridge.Tensor.");
+    if (t == nullptr) throw nb::type_error("__dlpack__ needs an initialised dlbridge.Tensor.");
     if (plain_host_export(*t, values))
       return make_capsule(*t, ExportFormat::versioned, 0).release().ptr();
     ExchangeRequest request{max_version_from_python(values[1]), dl_device_from_python(values[2]),
@@ -222,7 +226,7 @@ void bind_tensor(nb::module_& m) {
            [](const Tensor& t) {
              ManagedTensor out;
              {
-               nb::gil_scoped_release unlocked;
+               GilReleased unlocked;
                out = copy_unpacked(t.view());
              }
              return wrap_tensor(tensor_from_managed(std::move(out)));
