@@ -89,11 +89,18 @@ class InvalidTensorError(DLPackError):
     code = "invalid_tensor"
 
 
+class ProducerError(DLPackError):
+    """The producer's own __dlpack__ refused the export for a reason dlbridge
+    cannot map to a more specific code; its exception is the __cause__."""
+
+    code = "producer_refused"
+
+
 ERROR_CLASSES = {
     cls.code: cls
     for cls in (
         UnsupportedDeviceError, DeviceUnavailableError, UnsupportedDTypeError, LayoutError, ReadOnlyError,
-        VersionError, CopyRequiredError, StreamError, ConsumedCapsuleError, InvalidTensorError,
+        VersionError, CopyRequiredError, StreamError, ConsumedCapsuleError, InvalidTensorError, ProducerError,
     )
 }
 

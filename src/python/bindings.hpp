@@ -58,6 +58,8 @@ void set_python_error(std::exception_ptr error) noexcept;
 // "absent"; any other exception raised by a property (KeyboardInterrupt
 // included) propagates.
 nb::object attribute_or_none(nb::handle x, const char* name);
+// Whether a caught Python exception is a dlbridge.DLPackError (coded).
+bool is_dlpack_error(const nb::python_error& error);
 // The UTF-8 text of a str; a str that has none (lone surrogates) raises
 // UnicodeEncodeError, a ValueError, instead of nanobind's bare cast_error.
 std::string utf8_of(nb::handle text);

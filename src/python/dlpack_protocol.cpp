@@ -24,7 +24,8 @@ struct ProducerType {
   // the cache keeps no class alive (20,000 dynamic classes stayed alive
   // before) and a later type at the same address starts afresh.
   nb::object type_watch;
-  const abi::DLPackExchangeAPI* api = nullptr;  // its C exchange API, if any
+  ProducerPolicy policy;
+  const abi::DLPackExchangeAPI* api = nullptr;  // its C exchange API, if trusted
   ProtocolLevel level = ProtocolLevel::unknown;
   // Has delivered device memory: from then on __dlpack_device__ is asked
   // first so that a stream can be passed. CPU-only types never pay for it.
@@ -70,7 +71,8 @@ ProducerType& learn_producer(PyTypeObject* type) {
   PyObject* watch = PyWeakref_NewRef(reinterpret_cast<PyObject*>(type), forget.ptr());
   if (watch == nullptr) throw nb::python_error();
   entry.type_watch = nb::steal(watch);
-  entry.api = find_exchange_api(type);
+  entry.policy = policy_for_type(type);
+  if (entry.policy.trust_exchange_api) entry.api = find_exchange_api(type);
   return producer_types().emplace(type, std::move(entry)).first->second;
 }
 
@@ -144,7 +146,14 @@ std::optional<ManagedTensor> import_exchange_api(nb::handle x, const ProducerTyp
   if (known.api == nullptr || request.device || request.copy == false) return std::nullopt;
   abi::DLManagedTensorVersioned* out = nullptr;
   if (known.api->managed_tensor_from_py_object_no_sync(x.ptr(), &out) != 0) {
-    if (PyErr_Occurred()) throw nb::python_error();
+    // torch's entry reports what its __dlpack__ calls a BufferError as a
+    // RuntimeError with a C++ stack trace; __dlpack__ is asked instead, and
+    // its refusal is mapped to a code (import_object).
+    if (PyErr_Occurred()) {
+      nb::python_error failure;
+      if (is_dlpack_error(failure)) throw;
+      return std::nullopt;
+    }
     detail::fail(ErrorCode::invalid_tensor,
                  "The producer's C exchange API failed without saying why.",
                  "Report it to the producing library.");
@@ -164,6 +173,8 @@ ManagedTensor import_dlpack_once(nb::handle x, ProducerType& known,
 }
 
 }  // namespace
+
+const ProducerPolicy& policy_of(const ProducerType& known) noexcept { return known.policy; }
 
 ProducerType* find_producer(nb::handle x) {
   // The last type asked about, recognised by address and version tag: a

@@ -98,6 +98,12 @@ nb::object attribute_or_none(nb::handle x, const char* name) {
   return nb::none();
 }
 
+bool is_dlpack_error(const nb::python_error& error) {
+  static PyObject* base =
+      nb::object(nb::module_::import_("dlbridge.errors").attr("DLPackError")).release().ptr();
+  return PyObject_IsInstance(error.value().ptr(), base) == 1;
+}
+
 std::string utf8_of(nb::handle text) {
   Py_ssize_t size = 0;
   const char* data = PyUnicode_AsUTF8AndSize(text.ptr(), &size);

@@ -39,6 +39,9 @@ Tensor finish_import(Tensor t, const ExchangeRequest& request, bool copied_by_pr
 }
 
 Tensor import_from_producer(nb::handle x, ProducerType& known, const ExchangeRequest& request) {
+  nb::object resolved = resolve_lazy_state(x, policy_of(known), request);
+  if (!resolved.is_none())
+    return finish_import(import_object(resolved, ExchangeRequest{}), request, true);
   ManagedTensor managed = import_dlpack(x, known, request);
   const bool copied = (managed.flags() & DLBRIDGE_FLAG_IS_COPIED) != 0;
   if (!request.device && !request.copy) return tensor_from_managed(std::move(managed));
@@ -60,7 +63,8 @@ Tensor import_object(nb::handle x, const ExchangeRequest& request, const char* e
     } catch (nb::python_error& e) {
       if (!e.matches(PyExc_BufferError)) throw;
       std::optional<Tensor> fallback = import_extension_dtype(x);
-      if (!fallback) throw;
+      if (!fallback && is_dlpack_error(e)) throw;
+      if (!fallback) raise_producer_refusal(x, policy_of(*known), e);
       return finish_import(std::move(*fallback), request, false);
     }
   }
