@@ -138,7 +138,7 @@ def run(quick: bool) -> dict:
     valgrind = shutil.which("valgrind")
     if valgrind is None:
         raise SystemExit("callgrind.py needs valgrind (apt-get install valgrind)")
-    n = 50 if quick else 2000
+    n = 50 if quick else 500
     cases = dict(CASES)
     # torch takes minutes to import under valgrind: --quick (a smoke test of
     # this script) leaves it out.
