@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import sys
 from typing import Any, Callable
 
 from . import _core
@@ -264,12 +265,22 @@ def _needs_unpacking(tensor, ext: Extension) -> bool:
     return ext.one_per_byte and (tensor.dtype.lanes > 1 or packed)
 
 
+def _native_byte_order(x, copy):
+    # DLPack has no byte order: NumPy data in the other one is byte-swapped
+    # when a copy is allowed (from_dlpack refuses it with the same fix).
+    dtype = getattr(x, "dtype", None)
+    swapped = ">" if sys.byteorder == "little" else "<"
+    if copy is False or getattr(dtype, "byteorder", "=") != swapped:
+        return x
+    return x.astype(dtype.newbyteorder("="))
+
+
 def _convert_general(x, to, device, copy):
     """convert's every rule, for the requests _core.convert does not take itself."""
     import dlbridge
 
     target, fn = resolve(to)
-    tensor = dlbridge.from_dlpack(x, device=device, copy=copy)
+    tensor = dlbridge.from_dlpack(_native_byte_order(x, copy), device=device, copy=copy)
     if fn is None:
         return tensor
     route = plan(tensor, target, copy)

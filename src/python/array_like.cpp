@@ -28,6 +28,27 @@ struct PythonOwner {
   }
 };
 
+}  // namespace
+
+void fail_byte_order(const std::string& what) {
+  detail::fail(ErrorCode::unsupported_dtype,
+               "The dtype " + what + " is in the byte order this machine does not use, "
+               "and DLPack has no byte order: every consumer would read the bytes swapped.",
+               "Swap the bytes first: x.astype(x.dtype.newbyteorder('=')) in NumPy, or let "
+               "dlbridge.convert do it (it byte-swaps whenever a copy is allowed).");
+}
+
+void check_byte_order(nb::handle x) {
+  nb::object interface = attribute_or_none(x, "__array_interface__");
+  if (!PyDict_Check(interface.ptr())) return;
+  PyObject* typestr = PyDict_GetItemString(interface.ptr(), "typestr");  // borrowed
+  if (typestr == nullptr || !PyUnicode_Check(typestr)) return;
+  const std::string text = utf8_of(typestr);
+  if (!text.empty() && text[0] == '>') fail_byte_order("'" + text + "'");
+}
+
+namespace {
+
 [[noreturn]] void unsupported_format(const std::string& what) {
   detail::fail(ErrorCode::unsupported_dtype,
                "dlbridge cannot represent the element type " + what + " in DLPack.",
@@ -39,7 +60,7 @@ DType dtype_from_buffer_format(const char* format, int64_t itemsize) {
   std::string f = format ? format : "B";
   if (!f.empty() && (f[0] == '@' || f[0] == '=' || f[0] == '<')) f = f.substr(1);
   else if (!f.empty() && (f[0] == '>' || f[0] == '!'))
-    unsupported_format("'" + f + "' (big-endian)");
+    fail_byte_order("'" + f + "' (big-endian)");
   const auto bits = uint8_t(itemsize * 8);
   if (f == "?") return DType{abi::kDLBool, 8, 1};
   if (f == "b" || f == "h" || f == "i" || f == "l" || f == "q" || f == "n")
@@ -55,7 +76,7 @@ DType dtype_from_buffer_format(const char* format, int64_t itemsize) {
 DType dtype_from_typestr(const std::string& typestr) {
   if (typestr.size() < 3) unsupported_format("'" + typestr + "'");
   const char order = typestr[0], kind = typestr[1];
-  if (order == '>') unsupported_format("'" + typestr + "' (big-endian)");
+  if (order == '>') fail_byte_order("'" + typestr + "' (big-endian)");
   int64_t itemsize = 0;
   for (size_t i = 2; i < typestr.size(); ++i) {
     if (typestr[i] < '0' || typestr[i] > '9' || itemsize > 1024)

@@ -30,6 +30,13 @@ ArrayInterface read_array_interface(nb::handle interface, const char* name,
 // the dict an interface property returns may be what owns the memory.
 Tensor tensor_over_object(nb::handle x, const ArrayInterface& fields, Device device);
 
+// DLPack has no byte order. UnsupportedDTypeError naming the fix for data
+// in the non-native one (dlbridge's hosts are little-endian).
+[[noreturn]] void fail_byte_order(const std::string& what);
+// The same for x when its __array_interface__ says big-endian; returns
+// otherwise. Asked after a producer refused x (NumPy's bare BufferError).
+void check_byte_order(nb::handle x);
+
 Tensor import_buffer(nb::handle x);
 Tensor import_array_interface(nb::handle x, nb::handle interface);
 // NumPy arrays of ml_dtypes types, which NumPy refuses to export through

@@ -35,9 +35,23 @@ class Tensor {
   }
   const std::shared_ptr<const ManagedTensor>& storage() const noexcept { return storage_; }
 
+  // A legacy capsule cannot say whether its memory may be written (JAX's
+  // arrays are immutable), so such a tensor is read-only to every view and
+  // versioned export, yet may leave again as a legacy capsule, which says
+  // no more than what came in (docs/boundary.md).
+  bool writability_unknown() const noexcept { return writability_unknown_; }
+  void set_writability_unknown() noexcept { writability_unknown_ = true; }
+  // The same tensor seen through another view of its storage.
+  Tensor with_view(TensorView view) const {
+    Tensor out(storage_, std::move(view));
+    out.writability_unknown_ = writability_unknown_;
+    return out;
+  }
+
  private:
   std::shared_ptr<const ManagedTensor> storage_;
   std::shared_ptr<const TensorView> view_;
+  bool writability_unknown_ = false;
 };
 
 // What a caller of __dlpack__ / from_dlpack asked for, already parsed.

@@ -21,6 +21,7 @@
 // Python, which keeps every rule.
 #include <nanobind/stl/string.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -238,8 +239,25 @@ PyObject* call_one(PyObject* fn, PyObject* arg) {
 
 // Through a dlbridge.Tensor: NULL with no error set means "the general
 // route decides", given the imported tensor.
+// x as dlbridge imports it, or nothing when it cannot be imported as it is:
+// the general route has repairs for some (NumPy data in the other byte
+// order), and raises the coded error for the rest.
+std::optional<Tensor> try_import(PyObject* x) {
+  try {
+    return import_object(x, ExchangeRequest{});
+  } catch (nb::python_error& e) {
+    if (!e.matches(PyExc_Exception)) throw;  // KeyboardInterrupt and the like
+  } catch (const Error&) {
+  } catch (const nb::builtin_exception&) {
+  }
+  return std::nullopt;
+}
+
+// An x that try_import refuses leaves `imported` unset.
 PyObject* through_dlbridge(PyObject* x, const ConvertTarget& t, PyObject* fn, nb::object& imported) {
-  Tensor tensor = import_object(x, ExchangeRequest{});
+  std::optional<Tensor> found = try_import(x);
+  if (!found) return nullptr;
+  Tensor& tensor = *found;
   const TensorView& v = tensor.view();
   const bool fits = strides_fit(v.ndim(), v.shape(), v.strides(), t.strides);
   if (!device_fits(t, v.device()) || !dtype_fits(t, v.dtype()) ||
@@ -272,8 +290,10 @@ PyObject* convert_entry(PyObject*, PyObject* const* args, Py_ssize_t nargsf,
     if (!PyUnicode_CheckExact(to)) return call_general(x, to, Py_None, Py_None);
     const ConvertTarget& target = find_target(to);
     if (target.kind == RouteKind::general) return call_general(x, to, Py_None, Py_None);
-    if (target.kind == RouteKind::to_dlbridge)
-      return wrap_tensor(import_object(x, ExchangeRequest{})).release().ptr();
+    if (target.kind == RouteKind::to_dlbridge) {
+      if (std::optional<Tensor> tensor = try_import(x)) return wrap_tensor(std::move(*tensor)).release().ptr();
+      return call_general(x, to, Py_None, Py_None);
+    }
     nb::object fn = nb::steal(current_function(target));
     if (!fn.is_valid()) return call_general(x, to, Py_None, Py_None);
     if (route_is_direct(Py_TYPE(x), target)) {
@@ -287,7 +307,7 @@ PyObject* convert_entry(PyObject*, PyObject* const* args, Py_ssize_t nargsf,
     nb::object imported;
     if (PyObject* out = through_dlbridge(x, target, fn.ptr(), imported)) return out;
     if (PyErr_Occurred()) return nullptr;
-    return call_general(imported.ptr(), to, Py_None, Py_None);
+    return call_general(imported.is_valid() ? imported.ptr() : x, to, Py_None, Py_None);
   } catch (...) {
     set_python_error(std::current_exception());
     return nullptr;

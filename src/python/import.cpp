@@ -34,7 +34,7 @@ Tensor finish_import(Tensor t, const ExchangeRequest& request, bool copied_by_pr
                  "(it set IS_COPIED).",
                  "Pass copy=None to accept the copy.");
   if (moved || (request.copy == true && !copied_by_producer)) return copy_tensor(t, target);
-  if (target != source) t = Tensor(t.storage(), t.view().with_device(target));
+  if (target != source) t = t.with_view(t.view().with_device(target));
   return t;
 }
 
@@ -64,6 +64,7 @@ Tensor import_object(nb::handle x, const ExchangeRequest& request, const char* e
       if (!e.matches(PyExc_BufferError)) throw;
       std::optional<Tensor> fallback = import_extension_dtype(x);
       if (!fallback && is_dlpack_error(e)) throw;
+      if (!fallback) check_byte_order(x);
       if (!fallback) raise_producer_refusal(x, policy_of(*known), e);
       return finish_import(std::move(*fallback), request, false);
     }

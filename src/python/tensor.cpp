@@ -49,6 +49,12 @@ std::string tensor_repr(const Tensor& t) {
 
 Tensor tensor_from_managed(ManagedTensor&& managed) {
   const uint64_t flags = managed.flags();
+  if (!managed.is_versioned() && !(flags & DLBRIDGE_FLAG_READ_ONLY)) {
+    auto storage = std::make_shared<const ManagedTensor>(std::move(managed));
+    Tensor out(storage, storage->view().with_flags(flags | DLBRIDGE_FLAG_READ_ONLY));
+    out.set_writability_unknown();
+    return out;
+  }
   auto storage = std::make_shared<const ManagedTensor>(std::move(managed));
   // The tensor speaks for the data from now on; IS_COPIED described only
   // the exchange that delivered it.
@@ -114,6 +120,14 @@ Tensor copy_tensor(const Tensor& source, Device target, StreamArg consumer_strea
 }
 
 nb::object export_capsule(const Tensor& tensor, const ExchangeRequest& request) {
+  if (tensor.writability_unknown() &&
+      negotiate_format(request.max_version) == ExportFormat::legacy) {
+    // Legacy in, legacy out: the capsule claims no more than the one that
+    // delivered the memory (a JAX -> dlbridge -> JAX round trip).
+    const TensorView& v = tensor.view();
+    return export_capsule(Tensor(tensor.storage(), v.with_flags(v.flags() & ~DLBRIDGE_FLAG_READ_ONLY)),
+                          request);
+  }
   ExportRequest core;
   core.max_version = request.max_version;
   core.device = request.device;
@@ -125,7 +139,7 @@ nb::object export_capsule(const Tensor& tensor, const ExchangeRequest& request) 
                         DLBRIDGE_FLAG_IS_COPIED);
   make_ready_on(tensor.view(), core.stream);
   if (plan.target != tensor.view().device())
-    return make_capsule(Tensor(tensor.storage(), tensor.view().with_device(plan.target)),
+    return make_capsule(tensor.with_view(tensor.view().with_device(plan.target)),
                         plan.format, 0);
   return make_capsule(tensor, plan.format, 0);
 }

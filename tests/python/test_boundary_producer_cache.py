@@ -31,7 +31,7 @@ def test_a_new_class_at_a_dead_class_address_is_learnt_afresh():
     # Alternate producers that take no keywords with ones that take them
     # all; each modern one must be asked with max_version on its first call
     # even if an old-style class lived at its address before.
-    for _ in range(100):
+    for _ in range(30):
         old = fresh_producer_class(style="no_keywords")
         dlbridge.from_dlpack(old(SOURCE))
         del old

@@ -135,3 +135,13 @@ def test_copy_true_is_not_the_plain_export():
     info = dlbridge.inspect_capsule(t.__dlpack__(max_version=(1, 3), copy=True))
     assert info["flags"] & dlbridge._core.FLAG_IS_COPIED
     assert info["data"] != t.data_ptr
+
+
+def test_data_dlbridge_cannot_import_as_it_is_gets_the_general_repairs():
+    # NumPy data in the other byte order: the import refuses it, and the
+    # general route byte-swaps it into a copy.
+    a = np.arange(4, dtype=np.float32).astype(np.float32().dtype.newbyteorder("S"))
+    with pytest.raises(BufferError):
+        dlbridge.from_dlpack(a)
+    assert dlbridge.convert(a, "torch").tolist() == [0.0, 1.0, 2.0, 3.0]
+    assert dlbridge.convert(a, "numpy").tolist() == [0.0, 1.0, 2.0, 3.0]

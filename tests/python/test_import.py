@@ -55,7 +55,7 @@ def test_legacy_only_producer_is_imported_and_probed_never():
     for _ in range(3):
         t = dlbridge.from_dlpack(cls(a))
         assert t.data_ptr == a.ctypes.data
-        assert not t.readonly  # a legacy capsule cannot say read-only
+        assert t.readonly  # a legacy capsule cannot say writable: unknown is read-only
     assert cls.calls == [MAX] * 3
 
 

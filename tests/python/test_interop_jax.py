@@ -66,13 +66,14 @@ def test_jax_float4_exports_but_cannot_come_back():
 
 
 def test_jax_exports_only_legacy_capsules():
-    # Finding: JAX ignores max_version and always returns "dltensor", so a
-    # read-only import is impossible and IS_COPIED is never set.
+    # Finding: JAX ignores max_version and always returns "dltensor", so its
+    # immutable arrays cannot say read-only and IS_COPIED is never set;
+    # dlbridge treats the unknown writability as read-only.
     x = jnp.arange(3.0)
     info = dlbridge.inspect_capsule(x.__dlpack__(max_version=(1, 3)))
     assert info["name"] == "dltensor" and info["version"] is None
     t = dlbridge.from_dlpack(x)
-    assert t.flags == 0 and not t.readonly
+    assert t.flags == 1 and t.readonly
 
 
 def test_jax_unsupported_dl_device_message_is_the_seed():
