@@ -64,6 +64,13 @@ def run(quick: bool) -> dict:
                              "error": f"direct path fails: {reason}"})
                 continue
             name = TARGET_NAME[target]
+            refusal = usable(lambda v, n=name: dlbridge.convert(v, n), x)
+            if refusal is not None:
+                # e.g. JAX's read-only data for torch, which ignores READ_ONLY:
+                # convert refuses where the direct path would hand it over.
+                rows.append({"kind": row_kind, "producer": producer, "target": target,
+                             "error": f"convert refuses (by design): {refusal}"})
+                continue
             times = benchlib.compare({"convert": (lambda v, n=name: dlbridge.convert(v, n), x),
                                       "direct": (direct, x)},
                                      batch_s=batch_s, reps=reps, budget_s=budget_s)
