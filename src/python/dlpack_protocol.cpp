@@ -82,8 +82,15 @@ nb::object call_dlpack_max_version(nb::handle x, nb::handle stream) {
   static PyObject* method = PyUnicode_InternFromString("__dlpack__");
   static PyObject* version =
       nb::make_tuple(DLBRIDGE_DLPACK_MAJOR, DLBRIDGE_DLPACK_MINOR).release().ptr();
-  static PyObject* names_version = nb::make_tuple("max_version").release().ptr();
-  static PyObject* names_version_stream = nb::make_tuple("max_version", "stream").release().ptr();
+  // Interned names: a producer's argument parser (NumPy's among them)
+  // matches keywords by pointer first and falls back to comparing text.
+  static PyObject* names_version =
+      nb::make_tuple(nb::steal(PyUnicode_InternFromString("max_version"))).release().ptr();
+  static PyObject* names_version_stream =
+      nb::make_tuple(nb::steal(PyUnicode_InternFromString("max_version")),
+                     nb::steal(PyUnicode_InternFromString("stream")))
+          .release()
+          .ptr();
   const bool with_stream = !stream.is_none();
   PyObject* args[] = {x.ptr(), version, stream.ptr()};
   PyObject* result = PyObject_VectorcallMethod(
@@ -170,9 +177,23 @@ ManagedTensor import_dlpack_once(nb::handle x, ProducerType& known,
 const ProducerPolicy& policy_of(const ProducerType& known) noexcept { return known.policy; }
 
 ProducerType* find_producer(nb::handle x) {
-  ProducerType* known = known_producer(Py_TYPE(x.ptr()));
+  // The last type asked about, recognised by address and version tag: a
+  // program converts the same kind of array over and over, and the tag
+  // tells a new type at a freed type's address apart (tags are not reused),
+  // so no reference is held here either.
+  static PyTypeObject* last_type = nullptr;
+  static unsigned int last_tag = 0;
+  static ProducerType* last_known = nullptr;
+  PyTypeObject* type = Py_TYPE(x.ptr());
+  if (type == last_type && type->tp_version_tag == last_tag && last_tag != 0) return last_known;
+  ProducerType* known = known_producer(type);
   if (known == nullptr && !attribute_or_none(x, "__dlpack__").is_none())
-    known = &learn_producer(Py_TYPE(x.ptr()));
+    known = &learn_producer(type);
+  if (known != nullptr) {
+    last_type = type;
+    last_tag = type->tp_version_tag;
+    last_known = known;
+  }
   return known;
 }
 

@@ -90,22 +90,7 @@ Tensor import_object(nb::handle x, const ExchangeRequest& request, const char* e
 }
 
 void bind_import(nb::module_& m) {
-  m.def("from_dlpack",
-        [](nb::handle x, nb::handle device, nb::handle copy) {
-          ExchangeRequest request{std::nullopt, dl_device_from_python(device),
-                                  copy_from_python(copy), nb::none()};
-          return wrap_tensor(import_object(x, request));
-        },
-        nb::arg(), nb::kw_only(), nb::arg("device") = nb::none(),
-        nb::arg("copy") = nb::none(),
-        // Positional-only arguments are unnamed in nanobind; the signature
-        // users see names it as the array API standard does.
-        nb::sig("def from_dlpack(x: object, /, *, device: object | None = None, "
-                "copy: bool | None = None) -> Tensor"),
-        "Import x (a DLPack producer, a DLPack capsule, or any object with the buffer "
-        "protocol, __array_interface__ or __cuda_array_interface__) as a dlbridge.Tensor, "
-        "zero-copy whenever the request allows. copy=True never aliases; copy=False never "
-        "copies.");
+  // from_dlpack is a raw entry point: fast_calls.cpp.
   m.def("to_dlpack",
         [](nb::handle x, nb::handle stream, nb::handle max_version, nb::handle dl_device,
            nb::handle copy) {
