@@ -17,6 +17,7 @@ from ._core import (
     to_dlpack,
 )
 from .convert import convert
+from .adapters.importing import from_dlpack  # noqa: F811  (the core's, plus Arrow's refusals handled)
 from .errors import (
     ConsumedCapsuleError,
     CopyRequiredError,
