@@ -33,13 +33,38 @@ def from_tensor(tensor, copy=None):
     if tensor.ndim == 0:
         raise fail("LayoutError", "Arrow arrays have at least one dimension, so a 0-d tensor cannot be handed over.",
                    "Reshape to (1,) in the source library first.")
+    if tensor.ndim > 1 and 0 in tensor.shape[1:]:
+        raise fail("LayoutError", f"Arrow's fixed-shape tensors need inner dimensions above 0; shape {tensor.shape} "
+                   "has an empty one.", "Hand over a tensor whose dimensions after the first are all > 0.")
     if tensor.dtype.name == "bool":
         if copy is False:
             raise _refuse_copy("Arrow stores booleans one bit each, so the bytes must be packed")
         return _packed_bools(tensor)
+    if tensor.size == 0:
+        # pyarrow 26.0.1's importers refuse an empty 1-d tensor and divide by zero
+        # (SIGFPE) on an empty n-d one, so an empty array is built without them.
+        return _empty(tensor)
     if tensor.ndim == 1:
         return pa.Array.from_dlpack(tensor)
     return pa.FixedShapeTensorArray.from_dlpack(tensor)
+
+
+def _with_shape(flat, dtype, shape):
+    import pyarrow as pa
+
+    if len(shape) == 1:
+        return flat
+    inner = list(shape[1:])
+    storage = pa.FixedSizeListArray.from_arrays(flat, math.prod(inner))
+    return pa.ExtensionArray.from_storage(pa.fixed_shape_tensor(dtype, inner), storage)
+
+
+def _empty(tensor):
+    import numpy
+    import pyarrow as pa
+
+    dtype = pa.from_numpy_dtype(numpy.dtype(tensor.dtype.name))
+    return _with_shape(pa.array([], dtype), dtype, tensor.shape)
 
 
 def _packed_bools(tensor):
@@ -49,11 +74,7 @@ def _packed_bools(tensor):
     values = numpy.from_dlpack(tensor).reshape(-1)
     bits = pa.py_buffer(numpy.packbits(values, bitorder="little"))
     flat = pa.Array.from_buffers(pa.bool_(), values.size, [None, bits])
-    if tensor.ndim == 1:
-        return flat
-    inner = list(tensor.shape[1:])
-    storage = pa.FixedSizeListArray.from_arrays(flat, math.prod(inner))
-    return pa.ExtensionArray.from_storage(pa.fixed_shape_tensor(pa.bool_(), inner), storage)
+    return _with_shape(flat, pa.bool_(), tensor.shape)
 
 
 def import_array(x, refusal: BaseException, *, device=None, copy=None):
