@@ -14,8 +14,8 @@ from ..convert import STANDARD_DTYPES, Target
 TARGETS = (
     Target("paddle", "dlbridge.adapters.paddle", "from_tensor", versioned=True, read_only="ignored", strides="nonnegative",
            devices=frozenset({1, 2}),
-           dtypes=(STANDARD_DTYPES - {"uint16"}) | {"bfloat16", "float8_e4m3fn", "float8_e5m2"},
-           note="never honours READ_ONLY; reads uint16 as bfloat16 and negative strides as wrong values; "
+           dtypes=STANDARD_DTYPES | {"bfloat16", "float8_e4m3fn", "float8_e5m2"},
+           note="never honours READ_ONLY; reads negative strides as wrong values; "
                 "dies when imported after tensorflow"),
     Target("arrow", "dlbridge.adapters.arrow", "from_tensor", versioned=True, read_only="immutable",
            strides="row_major", devices=frozenset({1}),

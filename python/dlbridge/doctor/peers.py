@@ -53,7 +53,7 @@ def _paddle():
         return paddle.to_tensor(a)
 
     def to_numpy(t):
-        if str(t.dtype) == "paddle.bfloat16":
+        if t.dtype == paddle.bfloat16:
             import ml_dtypes
 
             # Paddle hands bfloat16 to NumPy as its raw uint16 bits.
