@@ -174,3 +174,14 @@ def test_arrow_to_torch_through_convert():
     assert torch.equal(out, torch.arange(6, dtype=torch.float32))
     with pytest.raises(dlbridge.ReadOnlyError):
         dlbridge.convert(arr, "torch")
+
+
+def test_check_findings():
+    from dlbridge import check
+
+    found = {r["rule"]: r for r in check.run(check.load_target("arrow"))}
+    # Versioned only: a legacy request is refused with ArrowNotImplementedError, and every array is READ_ONLY.
+    assert found["P2.versioned"]["status"] == found["P8.flags_readonly"]["status"] == check.PASS
+    assert found["P2.legacy"]["status"] == check.FAIL and "ArrowNotImplementedError" in found["P2.legacy"]["evidence"]
+    assert found["P8.flags_default"]["status"] == check.FAIL and "0x1" in found["P8.flags_default"]["evidence"]
+    assert found["P8.edge_shapes"]["status"] == check.NA

@@ -84,3 +84,13 @@ def test_edge_shapes_and_device():
     assert dlbridge.convert(np.zeros((0, 3), np.float32), "mlx").shape == (0, 3)
     with pytest.raises(dlbridge.UnsupportedDeviceError):
         dlbridge.convert(np.ones(2, np.float32), "mlx", device=(4, 0))
+
+
+def test_check_findings():
+    from dlbridge import check
+
+    found = {r["rule"]: r for r in check.run(check.load_target("mlx"))}
+    # Legacy capsules whatever max_version asks, and a malformed max_version is accepted.
+    assert found["P2.legacy"]["status"] == check.PASS
+    assert found["P2.versioned"]["status"] == check.FAIL and "'dltensor'" in found["P2.versioned"]["evidence"]
+    assert found["P6.bad_argument"]["status"] == check.FAIL

@@ -101,3 +101,13 @@ def test_convert_refuses_paddle_after_tensorflow_instead_of_crashing():
             "except ImportError as exc:\n    print('refused:', exc)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0 and "refused: paddle crashes" in out.stdout, out.stderr[-500:]
+
+
+def test_check_findings():
+    from dlbridge import check
+
+    found = {r["rule"]: r for r in check.run(check.load_target("paddle"))}
+    # Versioned capsules, but __dlpack_device__ answers (kDLCPU, None) and a bad dl_device is no BufferError.
+    assert found["P2.versioned"]["status"] == found["P4.copy_true"]["status"] == check.PASS
+    assert found["P1.device"]["status"] == check.FAIL and "None" in found["P1.device"]["evidence"]
+    assert found["P3.bad_device"]["status"] == check.FAIL and "NotImplementedError" in found["P3.bad_device"]["evidence"]

@@ -86,3 +86,15 @@ def test_tensorflow_to_torch_through_convert():
     out = dlbridge.convert(x, "torch", copy=False)
     assert out.data_ptr() == pointer(x)
     assert torch.equal(out, torch.arange(12, dtype=torch.float32).reshape(3, 4))
+
+
+def test_check_findings():
+    from dlbridge import check
+
+    found = {r["rule"]: r for r in check.run(check.load_target("tensorflow"))}
+    # Legacy capsules only, whatever max_version asks; dl_device and copy=True are refused with a RuntimeError.
+    assert found["P2.versioned"]["status"] == check.FAIL and "'dltensor'" in found["P2.versioned"]["evidence"]
+    assert found["P2.legacy"]["status"] == check.PASS
+    assert found["P3.bad_device"]["status"] == check.FAIL and "RuntimeError" in found["P3.bad_device"]["evidence"]
+    assert found["P4.copy_true"]["status"] == check.FAIL and "RuntimeError" in found["P4.copy_true"]["evidence"]
+    assert found["P6.bad_argument"]["status"] == check.FAIL

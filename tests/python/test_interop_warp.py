@@ -89,3 +89,13 @@ def test_size_0_and_device():
     assert dlbridge.convert(np.zeros((0, 3), np.float32), "warp").shape == (0, 3)
     with pytest.raises(dlbridge.UnsupportedDeviceError):
         dlbridge.convert(np.ones(2, np.float32), "warp", device=(4, 0))
+
+
+def test_check_findings():
+    from dlbridge import check
+
+    found = {r["rule"]: r for r in check.run(check.load_target("warp"))}
+    # __dlpack__ takes only stream=, so every rule that asks for a version fails on the keyword.
+    assert found["P2.legacy"]["status"] == check.PASS
+    for rule in ("P1.keywords", "P2.versioned", "P4.copy_false"):
+        assert found[rule]["status"] == check.FAIL and "max_version" in found[rule]["evidence"]
