@@ -219,6 +219,9 @@ inline ManagedTensor copy_unpacked(const TensorView& src,
         std::memcpy(dst, in + bit / 8, size_t(lane_bytes));
     }
     for (int32_t d = ndim - 1; d >= 0; --d) {
+      // A size-1 dimension is never stepped along, and its stride may be
+      // anything (up to INT64_MAX): adding it would overflow.
+      if (src.shape(d) == 1) continue;
       offset += src.stride(d);
       if (++index[size_t(d)] < src.shape(d)) break;
       offset -= src.stride(d) * src.shape(d);

@@ -110,11 +110,12 @@ inline void validate_dtype(DType t) {
 }
 
 // "float32", "bool", "float8_e4m3fn", "int4"; lanes > 1 add "x<lanes>"
-// ("float32x4"). Unknown codes print as "dtype(<code>,<bits>,<lanes>)".
+// ("float32x4"). A name is printed only for a valid dtype, so parse_dtype
+// reads back every name printed; anything dtype_problem refuses (unknown
+// codes, odd complex widths, ...) prints as "dtype(<code>,<bits>,<lanes>)".
 inline std::string dtype_name(DType t) {
   const DTypeCodeInfo* info = find_dtype_code(t.code);
-  if (info == nullptr || t.bits == 0 || t.lanes == 0 ||
-      (info->fixed_bits != 0 && t.bits != info->fixed_bits))
+  if (info == nullptr || dtype_problem(t))
     return "dtype(" + std::to_string(t.code) + "," + std::to_string(t.bits) +
            "," + std::to_string(t.lanes) + ")";
   std::string name(info->name);

@@ -25,6 +25,7 @@ from .errors import (
     DLPackError,
     InvalidTensorError,
     LayoutError,
+    ProducerError,
     ReadOnlyError,
     StreamError,
     UnsupportedDeviceError,
@@ -35,6 +36,6 @@ from .errors import (
 __all__ = [
     "DLPACK_VERSION", "convert", "Device", "DeviceType", "DType", "Tensor", "__version__", "empty", "from_dlpack",
     "inspect_capsule", "to_dlpack", "ConsumedCapsuleError", "CopyRequiredError", "DeviceUnavailableError",
-    "DLPackError", "InvalidTensorError", "LayoutError", "ReadOnlyError", "StreamError",
+    "DLPackError", "InvalidTensorError", "LayoutError", "ProducerError", "ReadOnlyError", "StreamError",
     "UnsupportedDeviceError", "UnsupportedDTypeError", "VersionError",
 ]

@@ -132,6 +132,9 @@ class Tensor:
 def from_dlpack(x: object, /, *, device: DeviceLike | None = None, copy: bool | None = None) -> Tensor:
     """Import x (a DLPack producer, a DLPack capsule, or any object with the buffer protocol, __array_interface__ or __cuda_array_interface__) as a dlbridge.Tensor, zero-copy whenever the request allows. copy=True never aliases; copy=False never copies."""
 
+def convert(x: object, to: object, /, *, device: DeviceLike | None = None, copy: bool | None = None) -> Any:
+    """Hand x to `to` ("numpy", "torch", "jax", "cupy", "tensorflow", "tvm_ffi", "dlbridge", or a module/callable with from_dlpack), zero-copy where the target allows, with the one smallest copy where it must, and an error rather than a silently wrong result."""
+
 def to_dlpack(
     x: object,
     /,

@@ -5,6 +5,12 @@ installed versions by ``dlbridge doctor``; the route below only reads it.
 Python decides the route; every copy, re-layout and capsule is made by the C++
 core (``from_dlpack``, ``Tensor.copy``, ``Tensor.copy_unpacked``,
 ``Tensor.__dlpack__``, ``Tensor.__array_interface__``).
+
+``convert`` itself is ``_core.convert`` (src/python/convert_route.cpp): it takes
+the plain requests whose outcome ``_fast_spec`` describes completely, and
+hands every other one to ``_convert_general`` below, which keeps every rule.
+A target whose hand-over is not ``fn(array)`` must get ``None`` from
+``_fast_spec``.
 """
 
 from __future__ import annotations
@@ -66,6 +72,9 @@ class Target:
     alignment: int = 1               # below this alignment it copies on import
     extension: Extension | None = None
     note: str = ""
+    # Top-level modules whose array types are this library's own (convert then
+    # calls its from_dlpack on them directly); None: the module's top level.
+    native: tuple[str, ...] | None = None
 
 
 TARGETS: dict[str, Target] = {
@@ -82,7 +91,7 @@ TARGETS: dict[str, Target] = {
         Target("jax", "jax.numpy", "from_dlpack", versioned=False, read_only="immutable",
                strides="permuted_compact", devices=frozenset({1, 2, 10}),
                dtypes=STANDARD_DTYPES | FLOAT8 | {"bfloat16", "float8_e4m3b11fnuz", "float8_e3m4", "float8_e4m3"},
-               alignment=64,
+               alignment=64, native=("jax", "jaxlib"),
                note="legacy capsules only; rejects non-compact and negative strides; copies unaligned data"),
         Target("tvm_ffi", "tvm_ffi", "from_dlpack", versioned=False, read_only="ignored", strides="any",
                devices=None, dtypes=None, copy_keyword=False,
@@ -253,10 +262,8 @@ def _needs_unpacking(tensor, ext: Extension) -> bool:
     return ext.one_per_byte and (tensor.dtype.lanes > 1 or packed)
 
 
-def convert(x, to, /, *, device=None, copy=None):
-    """Hand `x` to `to` ("numpy", "torch", "jax", "cupy", "tensorflow", "tvm_ffi", "dlbridge",
-    or a module/callable with from_dlpack), zero-copy where the target allows, with the one
-    smallest copy where it must, and an error rather than a silently wrong result."""
+def _convert_general(x, to, device, copy):
+    """convert's every rule, for the requests _core.convert does not take itself."""
     import dlbridge
 
     target, fn = resolve(to)
@@ -276,6 +283,43 @@ def convert(x, to, /, *, device=None, copy=None):
         # The target must not copy behind our back either.
         return fn(tensor, copy=False)
     return fn(tensor)
+
+
+def _fast_spec(name: str):
+    """What _core.convert needs to hand a tensor to the target `name` without Python:
+    ("dlbridge",), or ("fast", module, entry path, device numbers | None, dtypes as
+    (code, bits, lanes) | None, stride rule, READ_ONLY safe, native modules); None
+    when every call must take the general route (an unknown name, a target that
+    wants a capsule or is not installed)."""
+    if name == "dlbridge":
+        return ("dlbridge",)
+    target = TARGETS.get(name)
+    if target is None or target.takes != "array":
+        return None
+    try:
+        resolve(name)  # imports the module, as the general route would
+    except ImportError:
+        return None
+    dtypes = None
+    if target.dtypes is not None:
+        dtypes = []
+        for dtype_name in sorted(target.dtypes):
+            try:
+                dtype = _core.DType(dtype_name)
+            except (ValueError, TypeError):
+                continue  # a name this dlbridge cannot parse: the general route decides
+            dtypes.append((dtype.code, dtype.bits, dtype.lanes))
+        dtypes = tuple(dtypes)
+    read_only_safe = target.read_only == "honoured" or (
+        target.read_only == "immutable" and target.versioned is not False)
+    return ("fast", target.module, tuple(target.entry.split(".")),
+            None if target.devices is None else tuple(sorted(target.devices)), dtypes,
+            target.strides, read_only_safe,
+            target.native if target.native is not None else (target.module.split(".")[0],))
+
+
+convert = _core.convert
+_core._install_convert(_convert_general, _fast_spec, TARGETS)
 
 
 def explain_route(x, to, /, *, device=None, copy=None) -> Route:

@@ -56,14 +56,23 @@ class VersionError(DLPackError):
     code = "unsupported_version"
 
 
-class CopyRequiredError(DLPackError):
-    """copy=False where only a copy would do."""
+class CopyRequiredError(DLPackError, ValueError):
+    """copy=False where only a copy would do.
+
+    Also a ValueError: the array API standard asks from_dlpack for a
+    ValueError when device= needs a copy that copy=False forbids, and for a
+    BufferError otherwise; one class that is both meets either reading.
+    """
 
     code = "copy_required"
 
 
-class StreamError(DLPackError):
-    """A stream value that is invalid for the device."""
+class StreamError(DLPackError, ValueError):
+    """A stream value that is invalid for the device.
+
+    Also a ValueError: the stream is a bad argument, not a tensor that
+    cannot be expressed (NumPy raises ValueError for it).
+    """
 
     code = "invalid_stream"
 
@@ -80,11 +89,18 @@ class InvalidTensorError(DLPackError):
     code = "invalid_tensor"
 
 
+class ProducerError(DLPackError):
+    """The producer's own __dlpack__ refused the export for a reason dlbridge
+    cannot map to a more specific code; its exception is the __cause__."""
+
+    code = "producer_refused"
+
+
 ERROR_CLASSES = {
     cls.code: cls
     for cls in (
         UnsupportedDeviceError, DeviceUnavailableError, UnsupportedDTypeError, LayoutError, ReadOnlyError,
-        VersionError, CopyRequiredError, StreamError, ConsumedCapsuleError, InvalidTensorError,
+        VersionError, CopyRequiredError, StreamError, ConsumedCapsuleError, InvalidTensorError, ProducerError,
     )
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "array_like.hpp"
+#include "gil.hpp"
 
 namespace dlbridge::python {
 
@@ -20,7 +21,7 @@ struct PythonOwner {
 
   ~PythonOwner() {
     if (!Py_IsInitialized() || python_is_finalizing()) return;
-    PyGILState_STATE state = PyGILState_Ensure();
+    PyGILState_STATE state = ensure_gil();
     if (has_buffer) PyBuffer_Release(&buffer);
     Py_XDECREF(object);
     PyGILState_Release(state);
@@ -75,9 +76,22 @@ DType dtype_from_typestr(const std::string& typestr) {
   unsupported_format("'" + typestr + "'");
 }
 
-std::vector<int64_t> element_strides(const std::vector<int64_t>& byte_strides, int64_t itemsize) {
+// Byte strides as element strides. A dimension that is never stepped along
+// (size 1, or any dimension of a tensor without elements) may carry any
+// byte stride, as NumPy and memoryview accept; one that is not a multiple
+// of the item size becomes 0, which describes the same memory.
+std::vector<int64_t> element_strides(const std::vector<int64_t>& byte_strides, int64_t itemsize,
+                                     const std::vector<int64_t>& shape) {
+  bool empty = false;
+  for (int64_t n : shape) empty = empty || n == 0;
   std::vector<int64_t> out;
-  for (int64_t s : byte_strides) {
+  for (size_t d = 0; d < byte_strides.size(); ++d) {
+    const int64_t s = byte_strides[d];
+    const bool never_stepped = empty || (d < shape.size() && shape[d] == 1);
+    if (s % itemsize != 0 && never_stepped) {
+      out.push_back(0);
+      continue;
+    }
     if (s % itemsize != 0)
       detail::fail(ErrorCode::unsupported_layout,
                    "A byte stride of " + std::to_string(s) +
@@ -87,6 +101,22 @@ std::vector<int64_t> element_strides(const std::vector<int64_t>& byte_strides, i
     out.push_back(s / itemsize);
   }
   return out;
+}
+
+// The data pointer of an array interface: an int in 0 .. 2**64-1.
+uintptr_t address_from(nb::handle value, const char* name) {
+  if (!PyLong_Check(value.ptr()) || PyBool_Check(value.ptr()))
+    throw nb::type_error((std::string(name) + " data pointer must be an int, got " +
+                          nb::inst_name(value).c_str() + ".")
+                             .c_str());
+  const unsigned long long address = PyLong_AsUnsignedLongLong(value.ptr());
+  if (address == static_cast<unsigned long long>(-1) && PyErr_Occurred()) {
+    PyErr_Clear();
+    detail::fail(ErrorCode::invalid_argument,
+                 std::string(name) + " data pointer " +
+                     utf8_of(nb::repr(value)) + " is not an address (0 .. 2**64-1).");
+  }
+  return uintptr_t(address);
 }
 
 Tensor tensor_over(std::shared_ptr<PythonOwner> owner, void* data, DType dtype,
@@ -110,7 +140,11 @@ ArrayInterface read_array_interface(nb::handle interface, const char* name,
   if (!PyTuple_Check(data.ptr()) || PyTuple_GET_SIZE(data.ptr()) != 2)
     throw nb::type_error((std::string(name) + " 'data' must be a (pointer, read_only) tuple.").c_str());
   ArrayInterface out;
-  const std::string typestr = nb::cast<std::string>(d["typestr"]);
+  if (!PyUnicode_Check(d["typestr"].ptr()))
+    throw nb::type_error((std::string(name) + " 'typestr' must be a str, got " +
+                          nb::inst_name(d["typestr"]).c_str() + ".")
+                             .c_str());
+  const std::string typestr = utf8_of(d["typestr"]);
   if (dtype_override) {
     out.dtype = *dtype_override;
     // ml_dtypes describes its types as opaque bytes, or as 'f' for some
@@ -123,13 +157,16 @@ ArrayInterface read_array_interface(nb::handle interface, const char* name,
   } else {
     out.dtype = dtype_from_typestr(typestr);
   }
-  out.address = nb::cast<uintptr_t>(nb::borrow<nb::tuple>(data)[0]);
-  out.readonly = nb::cast<bool>(nb::borrow<nb::tuple>(data)[1]);
+  out.address = address_from(PyTuple_GET_ITEM(data.ptr(), 0), name);
+  // NumPy reads the flag by its truth value; so does dlbridge.
+  const int readonly = PyObject_IsTrue(PyTuple_GET_ITEM(data.ptr(), 1));
+  if (readonly < 0) throw nb::python_error();
+  out.readonly = readonly != 0;
   if (out.readonly) out.flags |= DLBRIDGE_FLAG_READ_ONLY;
   out.shape = ints_from_python(d["shape"], std::string(name) + " 'shape'");
   if (d.contains("strides") && !d["strides"].is_none())
     out.strides = element_strides(ints_from_python(d["strides"], std::string(name) + " 'strides'"),
-                                  int64_t(out.dtype.element_bytes()));
+                                  int64_t(out.dtype.element_bytes()), out.shape);
   return out;
 }
 
@@ -151,20 +188,23 @@ Tensor import_buffer(nb::handle x) {
                        std::to_string(b.itemsize));
   std::vector<int64_t> shape(b.shape, b.shape + b.ndim), byte_strides;
   if (b.strides) byte_strides.assign(b.strides, b.strides + b.ndim);
-  return tensor_over(owner, b.buf, dtype, shape, element_strides(byte_strides, b.itemsize),
+  return tensor_over(owner, b.buf, dtype, shape, element_strides(byte_strides, b.itemsize, shape),
                      Device{}, b.readonly ? DLBRIDGE_FLAG_READ_ONLY : 0);
 }
 
 Tensor import_array_interface(nb::handle x, nb::handle interface) {
-  return tensor_over_object(x, read_array_interface(interface, "__array_interface__"), Device{});
+  // The dict may own the memory: a NumPy scalar's interface describes a
+  // temporary array that only the dict's '__ref' keeps alive.
+  return tensor_over_object(nb::make_tuple(x, interface),
+                            read_array_interface(interface, "__array_interface__"), Device{});
 }
 
 // NumPy exports only its built-in dtypes through DLPack. An array of an
 // extension dtype (ml_dtypes' bfloat16 and float8 types) still names its
 // dtype, and its memory is described by __array_interface__.
 std::optional<Tensor> import_extension_dtype(nb::handle x) {
-  nb::object interface = nb::getattr(x, "__array_interface__", nb::none());
-  nb::object dtype = nb::getattr(x, "dtype", nb::none());
+  nb::object interface = attribute_or_none(x, "__array_interface__");
+  nb::object dtype = attribute_or_none(x, "dtype");
   if (interface.is_none() || dtype.is_none()) return std::nullopt;
   std::optional<DType> parsed;
   try {
@@ -177,7 +217,8 @@ std::optional<Tensor> import_extension_dtype(nb::handle x) {
                                  parsed->code == abi::kDLFloat || parsed->code == abi::kDLComplex ||
                                  parsed->code == abi::kDLBool);
   if (numpy_exports_it) return std::nullopt;  // refused for another reason: keep that error
-  return tensor_over_object(x, read_array_interface(interface, "__array_interface__", parsed),
+  return tensor_over_object(nb::make_tuple(x, interface),
+                            read_array_interface(interface, "__array_interface__", parsed),
                             Device{});
 }
 

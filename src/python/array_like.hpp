@@ -26,7 +26,8 @@ ArrayInterface read_array_interface(nb::handle interface, const char* name,
                                     std::optional<DType> dtype_override = std::nullopt);
 
 // A tensor over memory that x owns, on device; x stays alive while any
-// view or export of the tensor does.
+// view or export of the tensor does. Interface readers pass (object, dict):
+// the dict an interface property returns may be what owns the memory.
 Tensor tensor_over_object(nb::handle x, const ArrayInterface& fields, Device device);
 
 Tensor import_buffer(nb::handle x);

@@ -54,10 +54,22 @@ void register_error_translator(nb::module_& m);
 // exception stands for. Used by raw slots and C function pointers, which
 // return -1 instead of letting an exception cross.
 void set_python_error(std::exception_ptr error) noexcept;
+// getattr(x, name, None) as Python defines it: only an AttributeError means
+// "absent"; any other exception raised by a property (KeyboardInterrupt
+// included) propagates.
+nb::object attribute_or_none(nb::handle x, const char* name);
+// Whether a caught Python exception is a dlbridge.DLPackError (coded).
+bool is_dlpack_error(const nb::python_error& error);
+// The UTF-8 text of a str; a str that has none (lone surrogates) raises
+// UnicodeEncodeError, a ValueError, instead of nanobind's bare cast_error.
+std::string utf8_of(nb::handle text);
 
 // --- types.cpp
 void bind_types(nb::module_& m);
 Device device_from_python(nb::handle value);
+// What owner.__dlpack_device__() returned, checked: a TypeError unless it
+// is a (device_type, device_id) tuple of ints.
+Device device_from_dlpack_device(nb::handle result, nb::handle owner);
 DType dtype_from_python(nb::handle value);
 std::optional<abi::DLPackVersion> max_version_from_python(nb::handle value);
 std::optional<Device> dl_device_from_python(nb::handle value);
@@ -95,7 +107,9 @@ extern PyType_Slot tensor_buffer_slots[];
 nb::dict array_interface(const Tensor& t);
 
 // --- import.cpp
-Tensor import_object(nb::handle x, const ExchangeRequest& request);
+// entry names the public function for the TypeError of an unreadable x.
+Tensor import_object(nb::handle x, const ExchangeRequest& request,
+                     const char* entry = "dlbridge.from_dlpack");
 void bind_import(nb::module_& m);
 
 // --- exchange.cpp

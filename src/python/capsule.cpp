@@ -53,6 +53,14 @@ PyObject* new_capsule(Managed* m, const char* name, PyCapsule_Destructor destruc
   return capsule;
 }
 
+// A capsule name for a message or a dict: any C string, with bytes that are
+// not UTF-8 shown as \xNN escapes instead of failing to decode.
+nb::str printable_name(const char* name) {
+  PyObject* text = PyUnicode_DecodeUTF8(name, Py_ssize_t(std::strlen(name)), "backslashreplace");
+  if (text == nullptr) throw nb::python_error();
+  return nb::steal<nb::str>(text);
+}
+
 template <typename Managed>
 Managed* take_pointer(PyObject* capsule, const char* name, const char* used_name) {
   auto* m = static_cast<Managed*>(PyCapsule_GetPointer(capsule, name));
@@ -114,7 +122,8 @@ ManagedTensor consume_capsule(nb::handle capsule, uint64_t legacy_flags) {
                      "') was already consumed; a capsule can be imported once.",
                  "Call x.__dlpack__() again for a new capsule, or pass the "
                  "array itself to from_dlpack.");
-  throw nb::type_error((std::string("A capsule named '") + (name ? name : "NULL") +
+  throw nb::type_error((std::string("A capsule named '") +
+                        (name ? utf8_of(printable_name(name)) : std::string("NULL")) +
                         "' is not a DLPack capsule; expected 'dltensor' or "
                         "'dltensor_versioned'.")
                            .c_str());
@@ -159,7 +168,7 @@ nb::dict inspect_capsule(nb::handle capsule) {
     throw nb::type_error("inspect_capsule expects a PyCapsule.");
   nb::dict out;
   const char* name = PyCapsule_GetName(cap);
-  out["name"] = name ? nb::object(nb::str(name)) : nb::none();
+  out["name"] = name ? nb::object(printable_name(name)) : nb::none();
   const bool versioned = name && std::strcmp(name, versioned_name) == 0;
   const bool legacy = name && std::strcmp(name, legacy_name) == 0;
   out["versioned"] = versioned;

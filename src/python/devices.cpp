@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "array_like.hpp"
+#include "gil.hpp"
 #include "devices.hpp"
 
 namespace dlbridge::python {
@@ -19,7 +20,7 @@ namespace {
 std::vector<std::string> wheel_runtime_dirs() {
   std::vector<std::string> dirs;
   if (!Py_IsInitialized() || python_is_finalizing()) return dirs;
-  PyGILState_STATE state = PyGILState_Ensure();
+  PyGILState_STATE state = ensure_gil();
   PyObject* path = PySys_GetObject("path");  // borrowed
   if (path != nullptr && PyList_Check(path)) {
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(path); ++i) {
@@ -86,7 +87,9 @@ Tensor import_cuda_array_interface(nb::handle x, nb::handle interface) {
     nb::handle stream = d["stream"];
     if (!PyLong_Check(stream.ptr()) || PyBool_Check(stream.ptr()))
       bad_interface("'stream' must be None or an int.");
-    const auto value = nb::cast<int64_t>(stream);
+    int overflow = 0;
+    const int64_t value = PyLong_AsLongLongAndOverflow(stream.ptr(), &overflow);
+    if (overflow != 0) bad_interface("'stream' does not fit in 64 bits.");
     if (value == 0)
       detail::fail(ErrorCode::invalid_stream,
                    "__cuda_array_interface__ stream=0 is invalid: it is ambiguous between the "
@@ -104,7 +107,7 @@ Tensor import_cuda_array_interface(nb::handle x, nb::handle interface) {
       cuda->synchronize(Device{abi::kDLCUDAManaged, 0}, producer);
   }
 
-  return tensor_over_object(x, fields, device);
+  return tensor_over_object(nb::make_tuple(x, interface), fields, device);
 }
 
 }  // namespace dlbridge::python

@@ -20,8 +20,12 @@ enum class ProtocolLevel : uint8_t { unknown, max_version_only, no_keywords };
 
 // What dlbridge has learnt about one producer type.
 struct ProducerType {
-  nb::object type;  // a strong reference keeps the address from being reused
-  const abi::DLPackExchangeAPI* api = nullptr;  // its C exchange API, if any
+  // A weak reference whose callback drops this entry when the type dies, so
+  // the cache keeps no class alive (20,000 dynamic classes stayed alive
+  // before) and a later type at the same address starts afresh.
+  nb::object type_watch;
+  ProducerPolicy policy;
+  const abi::DLPackExchangeAPI* api = nullptr;  // its C exchange API, if trusted
   ProtocolLevel level = ProtocolLevel::unknown;
   // Has delivered device memory: from then on __dlpack_device__ is asked
   // first so that a stream can be passed. CPU-only types never pay for it.
@@ -43,8 +47,7 @@ nb::object default_stream_for(DeviceType type) {
 }
 
 nb::object stream_for_producer(nb::handle x) {
-  nb::tuple device = nb::borrow<nb::tuple>(x.attr("__dlpack_device__")());
-  return default_stream_for(DeviceType(nb::cast<int32_t>(device[0])));
+  return default_stream_for(device_from_dlpack_device(x.attr("__dlpack_device__")(), x).type);
 }
 
 // Only types with __dlpack__ are entered, so a hit also answers "is this a
@@ -60,10 +63,16 @@ ProducerType* known_producer(PyTypeObject* type) {
   return found == cache.end() ? nullptr : &found->second;
 }
 
+void forget_producer(PyTypeObject* type) { producer_types().erase(type); }
+
 ProducerType& learn_producer(PyTypeObject* type) {
   ProducerType entry;
-  entry.type = nb::borrow(reinterpret_cast<PyObject*>(type));
-  entry.api = find_exchange_api(type);
+  nb::object forget = nb::cpp_function([type](nb::handle) { forget_producer(type); });
+  PyObject* watch = PyWeakref_NewRef(reinterpret_cast<PyObject*>(type), forget.ptr());
+  if (watch == nullptr) throw nb::python_error();
+  entry.type_watch = nb::steal(watch);
+  entry.policy = policy_for_type(type);
+  if (entry.policy.trust_exchange_api) entry.api = find_exchange_api(type);
   return producer_types().emplace(type, std::move(entry)).first->second;
 }
 
@@ -73,8 +82,15 @@ nb::object call_dlpack_max_version(nb::handle x, nb::handle stream) {
   static PyObject* method = PyUnicode_InternFromString("__dlpack__");
   static PyObject* version =
       nb::make_tuple(DLBRIDGE_DLPACK_MAJOR, DLBRIDGE_DLPACK_MINOR).release().ptr();
-  static PyObject* names_version = nb::make_tuple("max_version").release().ptr();
-  static PyObject* names_version_stream = nb::make_tuple("max_version", "stream").release().ptr();
+  // Interned names: a producer's argument parser (NumPy's among them)
+  // matches keywords by pointer first and falls back to comparing text.
+  static PyObject* names_version =
+      nb::make_tuple(nb::steal(PyUnicode_InternFromString("max_version"))).release().ptr();
+  static PyObject* names_version_stream =
+      nb::make_tuple(nb::steal(PyUnicode_InternFromString("max_version")),
+                     nb::steal(PyUnicode_InternFromString("stream")))
+          .release()
+          .ptr();
   const bool with_stream = !stream.is_none();
   PyObject* args[] = {x.ptr(), version, stream.ptr()};
   PyObject* result = PyObject_VectorcallMethod(
@@ -130,7 +146,14 @@ std::optional<ManagedTensor> import_exchange_api(nb::handle x, const ProducerTyp
   if (known.api == nullptr || request.device || request.copy == false) return std::nullopt;
   abi::DLManagedTensorVersioned* out = nullptr;
   if (known.api->managed_tensor_from_py_object_no_sync(x.ptr(), &out) != 0) {
-    if (PyErr_Occurred()) throw nb::python_error();
+    // torch's entry reports what its __dlpack__ calls a BufferError as a
+    // RuntimeError with a C++ stack trace; __dlpack__ is asked instead, and
+    // its refusal is mapped to a code (import_object).
+    if (PyErr_Occurred()) {
+      nb::python_error failure;
+      if (is_dlpack_error(failure)) throw;
+      return std::nullopt;
+    }
     detail::fail(ErrorCode::invalid_tensor,
                  "The producer's C exchange API failed without saying why.",
                  "Report it to the producing library.");
@@ -151,9 +174,26 @@ ManagedTensor import_dlpack_once(nb::handle x, ProducerType& known,
 
 }  // namespace
 
+const ProducerPolicy& policy_of(const ProducerType& known) noexcept { return known.policy; }
+
 ProducerType* find_producer(nb::handle x) {
-  ProducerType* known = known_producer(Py_TYPE(x.ptr()));
-  if (known == nullptr && nb::hasattr(x, "__dlpack__")) known = &learn_producer(Py_TYPE(x.ptr()));
+  // The last type asked about, recognised by address and version tag: a
+  // program converts the same kind of array over and over, and the tag
+  // tells a new type at a freed type's address apart (tags are not reused),
+  // so no reference is held here either.
+  static PyTypeObject* last_type = nullptr;
+  static unsigned int last_tag = 0;
+  static ProducerType* last_known = nullptr;
+  PyTypeObject* type = Py_TYPE(x.ptr());
+  if (type == last_type && type->tp_version_tag == last_tag && last_tag != 0) return last_known;
+  ProducerType* known = known_producer(type);
+  if (known == nullptr && !attribute_or_none(x, "__dlpack__").is_none())
+    known = &learn_producer(type);
+  if (known != nullptr) {
+    last_type = type;
+    last_tag = type->tp_version_tag;
+    last_known = known;
+  }
   return known;
 }
 

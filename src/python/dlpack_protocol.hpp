@@ -3,6 +3,7 @@
 #pragma once
 
 #include "bindings.hpp"
+#include "producer_policy.hpp"
 
 namespace dlbridge::python {
 
@@ -11,6 +12,9 @@ struct ProducerType;
 // What dlbridge knows of x's type, learnt now if new; NULL when x has no
 // __dlpack__ at all.
 ProducerType* find_producer(nb::handle x);
+
+// The per-producer rules decided for x's type when it was learnt.
+const ProducerPolicy& policy_of(const ProducerType& known) noexcept;
 
 // The tensor x exports for request, owned and validated. Producers of
 // device memory are given their family's default stream.

@@ -40,11 +40,19 @@ void raise_error(const Error& e) {
   }
 }
 
+constexpr const char* cast_error_message =
+    "dlbridge: an argument (or a value a producer returned) has a type or value that cannot be "
+    "converted.";
+
 void translate(const std::exception_ptr& error, void*) {
   try {
     std::rethrow_exception(error);
   } catch (const Error& e) {
     raise_error(e);
+  } catch (const nb::cast_error&) {
+    // A conversion the binding did not check first; nanobind would say
+    // only "std::bad_cast".
+    PyErr_SetString(PyExc_TypeError, cast_error_message);
   }
 }
 
@@ -71,6 +79,8 @@ void set_python_error(std::exception_ptr error) noexcept {
     raise_error(e);
   } catch (const nb::builtin_exception& e) {
     PyErr_SetString(builtin_type(e.type()), e.what());
+  } catch (const nb::cast_error&) {
+    PyErr_SetString(PyExc_TypeError, cast_error_message);
   } catch (const std::bad_alloc&) {
     PyErr_NoMemory();
   } catch (const std::exception& e) {
@@ -78,6 +88,27 @@ void set_python_error(std::exception_ptr error) noexcept {
   } catch (...) {
     PyErr_SetString(PyExc_RuntimeError, "dlbridge: unknown C++ exception");
   }
+}
+
+nb::object attribute_or_none(nb::handle x, const char* name) {
+  PyObject* value = PyObject_GetAttrString(x.ptr(), name);
+  if (value != nullptr) return nb::steal(value);
+  if (!PyErr_ExceptionMatches(PyExc_AttributeError)) throw nb::python_error();
+  PyErr_Clear();
+  return nb::none();
+}
+
+bool is_dlpack_error(const nb::python_error& error) {
+  static PyObject* base =
+      nb::object(nb::module_::import_("dlbridge.errors").attr("DLPackError")).release().ptr();
+  return PyObject_IsInstance(error.value().ptr(), base) == 1;
+}
+
+std::string utf8_of(nb::handle text) {
+  Py_ssize_t size = 0;
+  const char* data = PyUnicode_AsUTF8AndSize(text.ptr(), &size);
+  if (data == nullptr) throw nb::python_error();
+  return std::string(data, size_t(size));
 }
 
 void register_error_translator(nb::module_&) {

@@ -51,6 +51,19 @@ const char* buffer_format(DType t) {
   return nullptr;
 }
 
+// The byte stride of dimension d for the buffer protocol and the array
+// interface. Strides that are stepped along fit (the validated extent
+// bounds them); a size-1 dimension, or any of a tensor without elements,
+// may carry any stride, and one whose byte value overflows is reported as
+// 0, which describes the same memory.
+Py_ssize_t byte_stride(const TensorView& v, int32_t d) {
+  int64_t bytes = 0;
+  if (__builtin_mul_overflow(v.stride(d), int64_t(v.dtype().element_bytes()), &bytes) ||
+      bytes < PY_SSIZE_T_MIN || bytes > PY_SSIZE_T_MAX)
+    return 0;
+  return Py_ssize_t(bytes);
+}
+
 void check_buffer_request(const TensorView& v, int flags) {
   if (!is_host_accessible(v.device().type))
     detail::fail(ErrorCode::device_unavailable,
@@ -80,14 +93,15 @@ void check_buffer_request(const TensorView& v, int flags) {
 
 int tensor_getbuffer(PyObject* self, Py_buffer* view, int flags) {
   try {
-    const Tensor& t = *nb::inst_ptr<Tensor>(self);
-    const TensorView& v = t.view();
+    const Tensor* t = as_tensor(nb::handle(self));
+    if (t == nullptr) throw nb::type_error("This dlbridge.Tensor was never initialised.");
+    const TensorView& v = t->view();
     check_buffer_request(v, flags);
     const int64_t itemsize = v.dtype().element_bytes();
     auto* dims = new Py_ssize_t[size_t(2 * v.ndim() + 1)];
     for (int32_t d = 0; d < v.ndim(); ++d) {
       dims[d] = Py_ssize_t(v.shape(d));
-      dims[v.ndim() + d] = Py_ssize_t(v.stride(d) * itemsize);
+      dims[v.ndim() + d] = byte_stride(v, d);
     }
     view->buf = v.data();
     view->obj = Py_NewRef(self);
@@ -152,11 +166,10 @@ nb::dict array_interface(const Tensor& t) {
                      " elements, which share bytes.",
                  "Use dlbridge.convert(x, 'numpy'), or t.copy_unpacked() for one element "
                  "per byte.");
-  const int64_t itemsize = v.dtype().element_bytes();
   nb::list shape, strides;
   for (int32_t d = 0; d < v.ndim(); ++d) {
     shape.append(v.shape(d));
-    strides.append(v.stride(d) * itemsize);
+    strides.append(byte_stride(v, d));
   }
   const std::string typestr = array_typestr(v.dtype());
   nb::list descr;

@@ -39,6 +39,9 @@ Tensor finish_import(Tensor t, const ExchangeRequest& request, bool copied_by_pr
 }
 
 Tensor import_from_producer(nb::handle x, ProducerType& known, const ExchangeRequest& request) {
+  nb::object resolved = resolve_lazy_state(x, policy_of(known), request);
+  if (!resolved.is_none())
+    return finish_import(import_object(resolved, ExchangeRequest{}), request, true);
   ManagedTensor managed = import_dlpack(x, known, request);
   const bool copied = (managed.flags() & DLBRIDGE_FLAG_IS_COPIED) != 0;
   if (!request.device && !request.copy) return tensor_from_managed(std::move(managed));
@@ -47,8 +50,11 @@ Tensor import_from_producer(nb::handle x, ProducerType& known, const ExchangeReq
 
 }  // namespace
 
-Tensor import_object(nb::handle x, const ExchangeRequest& request) {
+Tensor import_object(nb::handle x, const ExchangeRequest& request, const char* entry) {
   if (const Tensor* t = as_tensor(x)) return finish_import(*t, request, false);
+  if (PyObject_TypeCheck(x.ptr(), tensor_type()))
+    throw nb::type_error("This dlbridge.Tensor was never initialised (made by Tensor.__new__); "
+                         "it holds no tensor.");
   if (PyCapsule_CheckExact(x.ptr()))
     return finish_import(tensor_from_managed(consume_capsule(x)), request, false);
   if (ProducerType* known = find_producer(x)) {
@@ -57,44 +63,36 @@ Tensor import_object(nb::handle x, const ExchangeRequest& request) {
     } catch (nb::python_error& e) {
       if (!e.matches(PyExc_BufferError)) throw;
       std::optional<Tensor> fallback = import_extension_dtype(x);
-      if (!fallback) throw;
+      if (!fallback && is_dlpack_error(e)) throw;
+      if (!fallback) raise_producer_refusal(x, policy_of(*known), e);
       return finish_import(std::move(*fallback), request, false);
     }
   }
-  if (PyObject_CheckBuffer(x.ptr())) return finish_import(import_buffer(x), request, false);
-  nb::object interface = nb::getattr(x, "__array_interface__", nb::none());
+  // An object with both views is read through __array_interface__, which
+  // names the element type: NumPy's datetime64 scalar exports its buffer as
+  // eight 'B' bytes. Python's own byte containers have no such attribute.
+  const bool byte_container = PyBytes_CheckExact(x.ptr()) || PyByteArray_CheckExact(x.ptr()) ||
+                              PyMemoryView_Check(x.ptr());
+  nb::object interface = byte_container ? nb::none() : attribute_or_none(x, "__array_interface__");
+  if (interface.is_none() && PyObject_CheckBuffer(x.ptr()))
+    return finish_import(import_buffer(x), request, false);
   if (!interface.is_none())
     return finish_import(import_array_interface(x, interface), request, false);
-  nb::object cuda_interface = nb::getattr(x, "__cuda_array_interface__", nb::none());
+  nb::object cuda_interface = attribute_or_none(x, "__cuda_array_interface__");
   if (!cuda_interface.is_none())
     return finish_import(import_cuda_array_interface(x, cuda_interface), request, false);
-  throw nb::type_error((std::string("dlbridge.from_dlpack cannot read a ") +
+  throw nb::type_error((std::string(entry) + " cannot read a " +
                         nb::inst_name(x).c_str() +
                         ": it has no __dlpack__, buffer protocol or __array_interface__.")
                            .c_str());
 }
 
 void bind_import(nb::module_& m) {
-  m.def("from_dlpack",
-        [](nb::handle x, nb::handle device, nb::handle copy) {
-          ExchangeRequest request{std::nullopt, dl_device_from_python(device),
-                                  copy_from_python(copy), nb::none()};
-          return wrap_tensor(import_object(x, request));
-        },
-        nb::arg(), nb::kw_only(), nb::arg("device") = nb::none(),
-        nb::arg("copy") = nb::none(),
-        // Positional-only arguments are unnamed in nanobind; the signature
-        // users see names it as the array API standard does.
-        nb::sig("def from_dlpack(x: object, /, *, device: object | None = None, "
-                "copy: bool | None = None) -> Tensor"),
-        "Import x (a DLPack producer, a DLPack capsule, or any object with the buffer "
-        "protocol, __array_interface__ or __cuda_array_interface__) as a dlbridge.Tensor, "
-        "zero-copy whenever the request allows. copy=True never aliases; copy=False never "
-        "copies.");
+  // from_dlpack is a raw entry point: fast_calls.cpp.
   m.def("to_dlpack",
         [](nb::handle x, nb::handle stream, nb::handle max_version, nb::handle dl_device,
            nb::handle copy) {
-          Tensor t = import_object(x, ExchangeRequest{});
+          Tensor t = import_object(x, ExchangeRequest{}, "dlbridge.to_dlpack");
           ExchangeRequest request{max_version_from_python(max_version),
                                   dl_device_from_python(dl_device), copy_from_python(copy),
                                   nb::borrow(stream)};
@@ -112,7 +110,7 @@ void bind_import(nb::module_& m) {
           Device target = device_from_python(device);
           require_served(target);
           std::vector<int64_t> dims;
-          if (PyLong_Check(shape.ptr())) dims.push_back(nb::cast<int64_t>(shape));
+          if (PyLong_Check(shape.ptr())) dims = ints_from_python(nb::make_tuple(shape), "shape");
           else dims = ints_from_python(shape, "shape");
           Tensor host = tensor_from_managed(allocate_compact(dtype_from_python(dtype), dims));
           // Device memory comes from the device's backend, by the one path

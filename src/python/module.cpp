@@ -1,5 +1,6 @@
 // The dlbridge._core extension: the Python face of the C++ core.
 #include "bindings.hpp"
+#include "fast_calls.hpp"
 
 NB_MODULE(_core, m) {
   using namespace dlbridge::python;
@@ -21,5 +22,7 @@ NB_MODULE(_core, m) {
   bind_tensor(m);
   bind_exchange_api(m);
   bind_import(m);
+  bind_fast_calls(m);
+  bind_convert(m);
   bind_testing(m);
 }

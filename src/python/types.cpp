@@ -46,6 +46,28 @@ Device device_from_pair(nb::handle type, nb::handle id) {
   return d;
 }
 
+// The items a tuple or list really holds. A subclass may override __len__
+// or __getitem__ and lie; the object's own storage cannot.
+std::vector<nb::object> exact_items(nb::handle value) {
+  std::vector<nb::object> out;
+  if (PyTuple_Check(value.ptr())) {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(value.ptr()); ++i)
+      out.push_back(nb::borrow(PyTuple_GET_ITEM(value.ptr(), i)));
+  } else if (PyList_Check(value.ptr())) {
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(value.ptr()); ++i)
+      out.push_back(nb::borrow(PyList_GET_ITEM(value.ptr(), i)));
+  }
+  return out;
+}
+
+// A Device or DType made by __new__ alone holds no value.
+nb::handle initialised(nb::handle value) {
+  if (!nb::inst_ready(value))
+    bad_argument(std::string("This ") + nb::inst_name(value).c_str() +
+                 " was never initialised (made by __new__).");
+  return value;
+}
+
 // torch reports its FP4 type by a name with an underscore before the lanes.
 std::string normalise_dtype_name(std::string name) {
   const std::string torch_prefix = "torch.";
@@ -62,8 +84,24 @@ std::vector<int64_t> ints_from_python(nb::handle value, const std::string& what)
     throw nb::type_error((what + " must be a tuple of ints, got " +
                           nb::inst_name(value).c_str() + ".").c_str());
   std::vector<int64_t> out;
-  for (nb::handle item : nb::borrow<nb::sequence>(value)) out.push_back(int_from(item, what.c_str()));
+  for (const nb::object& item : exact_items(value)) out.push_back(int_from(item, what.c_str()));
   return out;
+}
+
+Device device_from_dlpack_device(nb::handle result, nb::handle owner) {
+  // Read by index only after the size is known from the tuple itself: a
+  // producer's answer is untrusted, and a list or a short tuple must not be
+  // read past its end.
+  auto is_int = [&](Py_ssize_t i) {
+    PyObject* item = PyTuple_GET_ITEM(result.ptr(), i);
+    return PyLong_Check(item) && !PyBool_Check(item);
+  };
+  if (!PyTuple_Check(result.ptr()) || PyTuple_GET_SIZE(result.ptr()) != 2 || !is_int(0) ||
+      !is_int(1))
+    bad_argument(std::string(nb::inst_name(owner).c_str()) +
+                 ".__dlpack_device__() must return a (device_type, device_id) tuple of ints, got " +
+                 nb::inst_name(result).c_str() + ".");
+  return device_from_pair(PyTuple_GET_ITEM(result.ptr(), 0), PyTuple_GET_ITEM(result.ptr(), 1));
 }
 
 nb::object device_type_to_python(DeviceType type) {
@@ -72,24 +110,21 @@ nb::object device_type_to_python(DeviceType type) {
 }
 
 Device device_from_python(nb::handle value) {
-  if (nb::isinstance<Device>(value)) return nb::cast<Device>(value);
-  if (PyUnicode_Check(value.ptr()))
-    return parse_device(nb::cast<std::string>(value));
+  if (nb::isinstance<Device>(value)) return nb::cast<Device>(initialised(value));
+  if (PyUnicode_Check(value.ptr())) return parse_device(utf8_of(value));
   if (PyTuple_Check(value.ptr()) || PyList_Check(value.ptr())) {
-    nb::sequence seq = nb::borrow<nb::sequence>(value);
-    if (nb::len(seq) != 2)
+    std::vector<nb::object> items = exact_items(value);
+    if (items.size() != 2)
       bad_argument("A device tuple must be (device_type, device_id).");
-    return device_from_pair(seq[0], seq[1]);
+    return device_from_pair(items[0], items[1]);
   }
   if (PyLong_Check(value.ptr())) return device_from_pair(value, nb::int_(0));
   // Other libraries' device objects (torch.device, jax devices) print as
   // "cpu" / "cuda:0" or similar.
-  if (nb::hasattr(value, "__dlpack_device__")) {
-    nb::tuple pair = nb::borrow<nb::tuple>(value.attr("__dlpack_device__")());
-    return device_from_pair(pair[0], pair[1]);
-  }
+  nb::object dlpack_device = attribute_or_none(value, "__dlpack_device__");
+  if (!dlpack_device.is_none()) return device_from_dlpack_device(dlpack_device(), value);
   try {
-    return parse_device(nb::cast<std::string>(nb::str(value)));
+    return parse_device(utf8_of(nb::str(value)));
   } catch (const Error&) {
     bad_argument(std::string("Cannot read a device from ") +
                  nb::inst_name(value).c_str() +
@@ -99,12 +134,11 @@ Device device_from_python(nb::handle value) {
 }
 
 DType dtype_from_python(nb::handle value) {
-  if (nb::isinstance<DType>(value)) return nb::cast<DType>(value);
-  if (PyUnicode_Check(value.ptr()))
-    return parse_dtype(normalise_dtype_name(nb::cast<std::string>(value)));
+  if (nb::isinstance<DType>(value)) return nb::cast<DType>(initialised(value));
+  if (PyUnicode_Check(value.ptr())) return parse_dtype(normalise_dtype_name(utf8_of(value)));
   if (PyTuple_Check(value.ptr())) {
-    nb::tuple t = nb::borrow<nb::tuple>(value);
-    if (nb::len(t) != 3) bad_argument("A dtype tuple must be (code, bits, lanes).");
+    std::vector<nb::object> t = exact_items(value);
+    if (t.size() != 3) bad_argument("A dtype tuple must be (code, bits, lanes).");
     int64_t code = int_from(t[0], "dtype code"), bits = int_from(t[1], "dtype bits"),
             lanes = int_from(t[2], "dtype lanes");
     if (code < 0 || code > 255 || bits < 0 || bits > 255 || lanes < 0 || lanes > 65535)
@@ -127,14 +161,15 @@ DType dtype_from_python(nb::handle value) {
                         : nb::str(named);
   if (!PyUnicode_Check(name.ptr()))
     bad_argument(std::string("Cannot read a dtype from ") + nb::inst_name(value).c_str());
-  return parse_dtype(normalise_dtype_name(nb::cast<std::string>(name)));
+  return parse_dtype(normalise_dtype_name(utf8_of(name)));
 }
 
 std::optional<abi::DLPackVersion> max_version_from_python(nb::handle value) {
   if (value.is_none()) return std::nullopt;
-  if (!PyTuple_Check(value.ptr()) || nb::len(value) != 2)
+  std::vector<nb::object> t;
+  if (PyTuple_Check(value.ptr())) t = exact_items(value);
+  if (t.size() != 2)
     bad_argument("max_version must be None or a (major, minor) tuple of ints.");
-  nb::tuple t = nb::borrow<nb::tuple>(value);
   int64_t major = int_from(t[0], "max_version major"),
           minor = int_from(t[1], "max_version minor");
   if (major < 0 || minor < 0 || major > UINT32_MAX || minor > UINT32_MAX)

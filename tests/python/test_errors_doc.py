@@ -87,6 +87,7 @@ TRIGGERS = {
     "capsule_consumed": _consume_twice,
     "invalid_tensor#null": lambda: dlbridge.from_dlpack(_testing.make_capsule(null_data=True)),
     "invalid_tensor#fp4": lambda: dlbridge.from_dlpack(_testing.make_capsule(dtype=(17, 8, 1))),
+    "producer_refused": lambda: dlbridge.from_dlpack(torch.ones(2, requires_grad=True), copy=False),
 }
 
 

@@ -68,6 +68,9 @@ CASES = [
      dlbridge.InvalidTensorError, "invalid_tensor", r"report it"),
     ("invalid_tensor/fp6-bits", lambda: dlbridge.from_dlpack(_testing.make_capsule(dtype=(15, 8, 1))),
      dlbridge.InvalidTensorError, "invalid_tensor", r"report it"),
+    ("producer_refused/torch-grad",
+     lambda: dlbridge.from_dlpack(torch.ones(2, requires_grad=True), copy=False),
+     dlbridge.ProducerError, "producer_refused", r"x\.detach\(\)"),
 ]
 
 

@@ -1,0 +1,323 @@
+// dlbridge.convert's fast route, a raw METH_FASTCALL entry point. Why raw
+// CPython here: convert is the call users make per tensor, and the Python
+// version spent ~5 µs deciding what to do (module import, a dataclass per
+// call, layout checks through tuples) around a direct call of 0.25 µs
+// (bench/bench_convert.py). The rules stay in Python (convert.py): this file
+// only takes the requests whose outcome it can see without them --
+//
+//   * x is one of the target library's own arrays: the target's from_dlpack
+//     gets x itself, as the user would have called it. If that raises, the
+//     general route decides (it raises a coded error or repairs the case).
+//   * otherwise x is imported by dlbridge and handed over as it is, or as one
+//     compact copy when only its strides are outside the target's rule --
+//     exactly what convert.plan() decides when device, dtype and READ_ONLY
+//     raise nothing.
+//
+// Everything else (device= or copy= passed, a target that is not a known
+// name, an extension dtype, read-only data for a target that cannot see the
+// flag, a device the target does not import) goes to the general route in
+// Python, which keeps every rule.
+#include <nanobind/stl/string.h>
+
+#include <string>
+#include <vector>
+
+#include "bindings.hpp"
+#include "fast_calls.hpp"
+
+namespace dlbridge::python {
+
+namespace {
+
+// One target name, as convert.py's _fast_spec describes it.
+enum class RouteKind { general, to_dlbridge, fast };
+
+struct ConvertTarget {
+  RouteKind kind = RouteKind::general;
+  nb::object name;     // the str users pass
+  nb::object target;   // convert.TARGETS[name] when it was read (checked per call)
+  nb::object module;   // sys.modules[...] entry the function came from (checked per call)
+  nb::object module_name;
+  std::vector<nb::object> entry;  // attribute path of the import function in module
+  bool any_device = true;
+  std::vector<int32_t> devices;
+  bool any_dtype = true;
+  std::vector<DType> dtypes;
+  StrideRule strides = StrideRule::any;
+  bool read_only_ok = false;      // READ_ONLY reaches it, or it never writes
+  std::vector<std::string> native_modules;  // top-level modules of its own array types
+};
+
+// What convert.py installed: the general route and the spec reader.
+struct Hooks {
+  PyObject* general = nullptr;    // convert._convert_general(x, to, device, copy)
+  PyObject* spec = nullptr;       // convert._fast_spec(name) -> tuple | None
+  PyObject* targets = nullptr;    // convert.TARGETS
+};
+
+Hooks hooks;
+
+// Kept for the process: entries are few (one per target name ever used).
+std::vector<ConvertTarget*>& known_targets() {
+  static auto* table = new std::vector<ConvertTarget*>();
+  return *table;
+}
+
+// The route of one (producer type, target): the type is recognised by
+// pointer and version tag, so a freed type whose address is reused by a new
+// one is not mistaken for it, and no reference keeps a class alive.
+struct RouteEntry {
+  PyTypeObject* type = nullptr;
+  unsigned int version_tag = 0;
+  const ConvertTarget* target = nullptr;
+  bool direct = false;
+};
+
+constexpr int route_slots = 16;
+RouteEntry routes[route_slots];
+int next_route_slot = 0;
+
+PyObject* call_general(PyObject* x, PyObject* to, PyObject* device, PyObject* copy) {
+  PyObject* args[] = {x, to, device, copy};
+  return PyObject_Vectorcall(hooks.general, args, 4, nullptr);
+}
+
+StrideRule rule_named(const std::string& name) {
+  if (name == "nonnegative") return StrideRule::nonnegative;
+  if (name == "row_major") return StrideRule::row_major;
+  if (name == "permuted_compact") return StrideRule::permuted_compact;
+  if (name == "any") return StrideRule::any;
+  throw nb::value_error(("convert: unknown stride rule '" + name + "'.").c_str());
+}
+
+nb::object interned_str(nb::handle value) {
+  PyObject* s = nb::str(value).release().ptr();
+  PyUnicode_InternInPlace(&s);
+  return nb::steal(s);
+}
+
+PyObject* module_dict_item(PyObject* modules, PyObject* name) {
+  PyObject* found = PyDict_GetItemWithError(modules, name);
+  if (found == nullptr && PyErr_Occurred()) throw nb::python_error();
+  return found;
+}
+
+// The spec tuple (see convert._fast_spec) -> a table entry; names with no
+// fast route are remembered too, so that they cost no spec call each time.
+ConvertTarget* learn_target(PyObject* name) {
+  nb::object spec = nb::steal(PyObject_CallOneArg(hooks.spec, name));
+  if (!spec.is_valid()) throw nb::python_error();
+  auto entry = std::make_unique<ConvertTarget>();
+  entry->name = nb::borrow(name);
+  entry->target = nb::borrow(module_dict_item(hooks.targets, name));
+  if (spec.is_none()) {
+    entry->kind = RouteKind::general;
+  } else if (nb::cast<std::string>(nb::borrow<nb::tuple>(spec)[0]) == "dlbridge") {
+    entry->kind = RouteKind::to_dlbridge;
+  } else {
+    // ("fast", module name, entry path, devices, dtypes, strides, read_only_ok, native)
+    nb::tuple t = nb::borrow<nb::tuple>(spec);
+    entry->kind = RouteKind::fast;
+    entry->module_name = interned_str(t[1]);
+    for (nb::handle part : nb::borrow<nb::tuple>(t[2])) entry->entry.push_back(interned_str(part));
+    entry->module = nb::borrow(module_dict_item(PyImport_GetModuleDict(), entry->module_name.ptr()));
+    if (!entry->module.is_valid()) entry->kind = RouteKind::general;
+    entry->any_device = t[3].is_none();
+    if (!entry->any_device)
+      for (nb::handle d : t[3]) entry->devices.push_back(nb::cast<int32_t>(d));
+    entry->any_dtype = t[4].is_none();
+    if (!entry->any_dtype)
+      for (nb::handle d : t[4]) entry->dtypes.push_back(dtype_from_python(d));
+    entry->strides = rule_named(nb::cast<std::string>(t[5]));
+    entry->read_only_ok = nb::cast<bool>(t[6]);
+    for (nb::handle m : t[7]) entry->native_modules.push_back(nb::cast<std::string>(m));
+  }
+  known_targets().push_back(entry.get());
+  return entry.release();
+}
+
+// Whether the table entry behind a learnt name is still the one in
+// convert.TARGETS (a test or a plugin may replace it).
+bool still_current(const ConvertTarget& t) {
+  return module_dict_item(hooks.targets, t.name.ptr()) == t.target.ptr();
+}
+
+void forget(const ConvertTarget* stale) {
+  auto& table = known_targets();
+  for (auto it = table.begin(); it != table.end(); ++it)
+    if (*it == stale) {
+      table.erase(it);
+      break;
+    }
+  for (RouteEntry& r : routes)
+    if (r.target == stale) r = RouteEntry{};
+  delete stale;
+}
+
+// Not a str: the general route resolves modules and callables.
+const ConvertTarget& find_target(PyObject* to) {
+  const ConvertTarget* found = nullptr;
+  for (const ConvertTarget* t : known_targets())
+    if (t->name.ptr() == to) found = t;
+  if (found == nullptr)
+    for (const ConvertTarget* t : known_targets())
+      if (PyUnicode_Compare(t->name.ptr(), to) == 0) found = t;
+  if (found != nullptr && still_current(*found)) return *found;
+  if (found != nullptr) forget(found);
+  return *learn_target(to);
+}
+
+// The target's import function as it is now, or NULL when the table entry
+// module was replaced since it was learnt (the general route then
+// reads everything afresh).
+PyObject* current_function(const ConvertTarget& t) {
+  PyObject* module = module_dict_item(PyImport_GetModuleDict(), t.module_name.ptr());
+  if (module != t.module.ptr()) return nullptr;
+  nb::object fn = nb::borrow(module);
+  for (const nb::object& part : t.entry) {
+    PyObject* next = PyModule_CheckExact(fn.ptr())
+                         ? module_dict_item(PyModule_GetDict(fn.ptr()), part.ptr())
+                         : nullptr;
+    fn = next != nullptr ? nb::borrow(next) : nb::steal(PyObject_GetAttr(fn.ptr(), part.ptr()));
+    if (!fn.is_valid()) {
+      PyErr_Clear();
+      return nullptr;
+    }
+  }
+  return fn.release().ptr();
+}
+
+// Whether objects of `type` are the target library's own arrays.
+bool is_native(PyTypeObject* type, const ConvertTarget& t) {
+  if (t.native_modules.empty()) return false;
+  nb::object module = nb::steal(PyObject_GetAttrString(reinterpret_cast<PyObject*>(type), "__module__"));
+  if (!module.is_valid() || !PyUnicode_Check(module.ptr())) {
+    PyErr_Clear();
+    return false;
+  }
+  std::string name = nb::cast<std::string>(module);
+  std::string top = name.substr(0, name.find('.'));
+  for (const std::string& m : t.native_modules)
+    if (m == top) return true;
+  return false;
+}
+
+bool route_is_direct(PyTypeObject* type, const ConvertTarget& t) {
+  const bool tagged = type->tp_version_tag != 0;
+  if (tagged)
+    for (const RouteEntry& r : routes)
+      if (r.type == type && r.target == &t && r.version_tag == type->tp_version_tag) return r.direct;
+  const bool direct = is_native(type, t);
+  if (tagged) {
+    routes[next_route_slot] = RouteEntry{type, type->tp_version_tag, &t, direct};
+    next_route_slot = (next_route_slot + 1) % route_slots;
+  }
+  return direct;
+}
+
+bool device_fits(const ConvertTarget& t, Device device) {
+  if (t.any_device) return true;
+  for (int32_t d : t.devices)
+    if (d == int32_t(device.type)) return true;
+  return false;
+}
+
+bool dtype_fits(const ConvertTarget& t, DType dtype) {
+  if (t.any_dtype) return true;
+  for (DType d : t.dtypes)
+    if (d == dtype) return true;
+  return false;
+}
+
+PyObject* call_one(PyObject* fn, PyObject* arg) {
+  PyObject* args[] = {arg};
+  return PyObject_Vectorcall(fn, args, 1, nullptr);
+}
+
+// Through a dlbridge.Tensor: NULL with no error set means "the general
+// route decides", given the imported tensor.
+PyObject* through_dlbridge(PyObject* x, const ConvertTarget& t, PyObject* fn, nb::object& imported) {
+  Tensor tensor = import_object(x, ExchangeRequest{});
+  const TensorView& v = tensor.view();
+  const bool fits = strides_fit(v.ndim(), v.shape(), v.strides(), t.strides);
+  if (!device_fits(t, v.device()) || !dtype_fits(t, v.dtype()) ||
+      (fits && v.readonly() && !t.read_only_ok)) {
+    imported = wrap_tensor(std::move(tensor));
+    return nullptr;
+  }
+  // One compact copy on the same device: private memory, so READ_ONLY no
+  // longer applies (convert.plan decides the same).
+  nb::object out = wrap_tensor(fits ? std::move(tensor) : copy_tensor(tensor, v.device()));
+  return call_one(fn, out.ptr());
+}
+
+PyObject* convert_entry(PyObject*, PyObject* const* args, Py_ssize_t nargsf,
+                        PyObject* kwnames) noexcept {
+  try {
+    static PyObject* const names[] = {PyUnicode_InternFromString("device"),
+                                      PyUnicode_InternFromString("copy")};
+    const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs != 2)
+      throw nb::type_error(("convert() takes exactly two positional arguments (" +
+                            std::to_string(nargs) + " given).")
+                               .c_str());
+    if (hooks.general == nullptr) throw nb::type_error("convert: dlbridge.convert is not set up.");
+    PyObject* values[2] = {Py_None, Py_None};
+    if (kwnames != nullptr) match_keywords("convert", names, 2, args + 2, kwnames, values);
+    PyObject* x = args[0];
+    PyObject* to = args[1];
+    if (values[0] != Py_None || values[1] != Py_None) return call_general(x, to, values[0], values[1]);
+    if (!PyUnicode_CheckExact(to)) return call_general(x, to, Py_None, Py_None);
+    const ConvertTarget& target = find_target(to);
+    if (target.kind == RouteKind::general) return call_general(x, to, Py_None, Py_None);
+    if (target.kind == RouteKind::to_dlbridge)
+      return wrap_tensor(import_object(x, ExchangeRequest{})).release().ptr();
+    nb::object fn = nb::steal(current_function(target));
+    if (!fn.is_valid()) return call_general(x, to, Py_None, Py_None);
+    if (route_is_direct(Py_TYPE(x), target)) {
+      if (PyObject* out = call_one(fn.ptr(), x)) return out;
+      // The library refused its own array (a conj bit, a byte order...):
+      // the general route gives the coded error or the repair.
+      if (!PyErr_ExceptionMatches(PyExc_Exception)) return nullptr;
+      PyErr_Clear();
+      return call_general(x, to, Py_None, Py_None);
+    }
+    nb::object imported;
+    if (PyObject* out = through_dlbridge(x, target, fn.ptr(), imported)) return out;
+    if (PyErr_Occurred()) return nullptr;
+    return call_general(imported.ptr(), to, Py_None, Py_None);
+  } catch (...) {
+    set_python_error(std::current_exception());
+    return nullptr;
+  }
+}
+
+PyMethodDef convert_def = {
+    "convert", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(convert_entry)),
+    METH_FASTCALL | METH_KEYWORDS,
+    "convert(x, to, /, *, device=None, copy=None)\n--\n\n"
+    "Hand x to `to` (\"numpy\", \"torch\", \"jax\", \"cupy\", \"tensorflow\", \"tvm_ffi\", "
+    "\"dlbridge\", or a module/callable with from_dlpack), zero-copy where the target allows, "
+    "with the one smallest copy where it must, and an error rather than a silently wrong "
+    "result."};
+
+}  // namespace
+
+void bind_convert(nb::module_& m) {
+  nb::object fn = nb::steal(PyCFunction_NewEx(&convert_def, nullptr, m.attr("__name__").ptr()));
+  if (!fn.is_valid()) throw nb::python_error();
+  m.attr("convert") = fn;
+  m.def("_install_convert",
+        [](nb::object general, nb::object spec, nb::object targets) {
+          if (!PyDict_Check(targets.ptr())) throw nb::type_error("targets must be a dict.");
+          // Held for the process, as the module holding them is.
+          hooks = Hooks{general.release().ptr(), spec.release().ptr(), targets.release().ptr()};
+          for (ConvertTarget* t : known_targets()) delete t;
+          known_targets().clear();
+          for (RouteEntry& r : routes) r = RouteEntry{};
+        },
+        nb::arg("general"), nb::arg("spec"), nb::arg("targets"),
+        "Set convert's general route and target table (dlbridge.convert does, once).");
+}
+
+}  // namespace dlbridge::python

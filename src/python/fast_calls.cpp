@@ -1,0 +1,116 @@
+// Raw METH_FASTCALL entry points for the calls users make per tensor:
+// from_dlpack and convert. Why not nanobind here: its overload dispatch with
+// keyword-only defaults and its instance bookkeeping cost ~75 ns per call,
+// a third of numpy.from_dlpack's whole time (bench/bench_exchange.py,
+// bench/callgrind.py). Everything else is bound with nanobind; these
+// functions only parse arguments and call the same C++ as the bindings did.
+#include <nanobind/stl/string.h>
+
+#include <string>
+
+#include "bindings.hpp"
+#include "fast_calls.hpp"
+
+namespace dlbridge::python {
+
+namespace {
+
+int keyword_slot(const char* function, PyObject* const* names, int count, PyObject* key) {
+  for (int k = 0; k < count; ++k)
+    if (key == names[k]) return k;
+  for (int k = 0; k < count; ++k)
+    if (PyUnicode_Compare(key, names[k]) == 0) return k;
+  if (PyErr_Occurred()) throw nb::python_error();
+  throw nb::type_error((std::string(function) + "() got an unexpected keyword argument '" +
+                        nb::cast<std::string>(nb::handle(key)) + "'.")
+                           .c_str());
+}
+
+// The slots of the last kwnames tuple seen per names table. Callers in C
+// (NumPy's from_dlpack among them) pass the same static tuple every time,
+// and its names need not be interned; the tuple is held so that its address
+// cannot be reused by another.
+struct KeywordCache {
+  PyObject* const* names = nullptr;
+  PyObject* kwnames = nullptr;
+  int slots[8] = {};
+};
+KeywordCache keyword_cache;
+
+}  // namespace
+
+void match_keywords(const char* function, PyObject* const* names, int count,
+                    PyObject* const* kwvalues, PyObject* kwnames, PyObject** values) {
+  const Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+  if (kwnames == keyword_cache.kwnames && names == keyword_cache.names) {
+    for (Py_ssize_t i = 0; i < nkw; ++i) values[keyword_cache.slots[i]] = kwvalues[i];
+    return;
+  }
+  bool seen[8] = {};
+  int slots[8] = {};
+  for (Py_ssize_t i = 0; i < nkw; ++i) {
+    const int slot = keyword_slot(function, names, count, PyTuple_GET_ITEM(kwnames, i));
+    if (seen[slot])
+      throw nb::type_error((std::string(function) + "() got multiple values for keyword argument '" +
+                            nb::cast<std::string>(nb::handle(names[slot])) + "'.")
+                               .c_str());
+    seen[slot] = true;
+    if (i < 8) slots[i] = slot;
+    values[slot] = kwvalues[i];
+  }
+  if (nkw <= count && count <= 8) {  // every name known and none twice: the layout is reusable
+    Py_XSETREF(keyword_cache.kwnames, nb::handle(kwnames).inc_ref().ptr());
+    keyword_cache.names = names;
+    for (Py_ssize_t i = 0; i < nkw; ++i) keyword_cache.slots[i] = slots[i];
+  }
+}
+
+namespace {
+
+PyObject* interned(const char* text) {
+  PyObject* s = PyUnicode_InternFromString(text);
+  if (s == nullptr) throw nb::python_error();
+  return s;
+}
+
+PyObject* from_dlpack_entry(PyObject*, PyObject* const* args, Py_ssize_t nargsf,
+                            PyObject* kwnames) noexcept {
+  try {
+    static PyObject* const names[] = {interned("device"), interned("copy")};
+    const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs != 1)
+      throw nb::type_error(("from_dlpack() takes exactly one positional argument (" +
+                            std::to_string(nargs) + " given).")
+                               .c_str());
+    PyObject* values[2] = {Py_None, Py_None};
+    if (kwnames != nullptr) match_keywords("from_dlpack", names, 2, args + 1, kwnames, values);
+    ExchangeRequest request{std::nullopt, dl_device_from_python(values[0]),
+                            copy_from_python(values[1]), nb::none()};
+    return wrap_tensor(import_object(args[0], request)).release().ptr();
+  } catch (...) {
+    set_python_error(std::current_exception());
+    return nullptr;
+  }
+}
+
+PyMethodDef from_dlpack_def = {
+    "from_dlpack",
+    reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(from_dlpack_entry)),
+    METH_FASTCALL | METH_KEYWORDS,
+    "from_dlpack(x, /, *, device=None, copy=None)\n--\n\n"
+    "Import x (a DLPack producer, a DLPack capsule, or any object with the buffer "
+    "protocol, __array_interface__ or __cuda_array_interface__) as a dlbridge.Tensor, "
+    "zero-copy whenever the request allows. copy=True never aliases; copy=False never "
+    "copies."};
+
+void add_function(nb::module_& m, PyMethodDef* def) {
+  nb::object fn = nb::steal(PyCFunction_NewEx(def, nullptr, m.attr("__name__").ptr()));
+  if (!fn.is_valid()) throw nb::python_error();
+  m.attr(def->ml_name) = fn;
+}
+
+}  // namespace
+
+void bind_fast_calls(nb::module_& m) { add_function(m, &from_dlpack_def); }
+
+}  // namespace dlbridge::python

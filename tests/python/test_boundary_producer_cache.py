@@ -1,0 +1,43 @@
+"""dlbridge remembers per producer type how to call its __dlpack__. That
+memory must not keep classes alive (20,000 dynamic classes stayed alive,
++71 MiB), and a new class that happens to get a dead one's address must
+not inherit what was learnt about the dead one."""
+
+import gc
+import weakref
+
+import numpy as np
+
+import dlbridge
+from conftest import fresh_producer_class
+
+SOURCE = np.arange(3.0)
+
+
+def test_producer_classes_are_not_kept_alive_by_the_cache():
+    watches = []
+    for i in range(20_000):
+        cls = type(f"Dynamic{i}", (), {"__dlpack__": lambda self, **kw: SOURCE.__dlpack__(**kw),
+                                        "__dlpack_device__": lambda self: SOURCE.__dlpack_device__()})
+        assert dlbridge.from_dlpack(cls()).shape == (3,)
+        watches.append(weakref.ref(cls))
+        del cls
+    gc.collect()
+    alive = sum(1 for w in watches if w() is not None)
+    assert alive == 0
+
+
+def test_a_new_class_at_a_dead_class_address_is_learnt_afresh():
+    # Alternate producers that take no keywords with ones that take them
+    # all; each modern one must be asked with max_version on its first call
+    # even if an old-style class lived at its address before.
+    for _ in range(100):
+        old = fresh_producer_class(style="no_keywords")
+        dlbridge.from_dlpack(old(SOURCE))
+        del old
+        gc.collect()
+        modern = fresh_producer_class(style="modern")
+        dlbridge.from_dlpack(modern(SOURCE))
+        assert modern.calls[0].get("max_version") == (1, 3), modern.calls
+        del modern
+        gc.collect()
