@@ -202,6 +202,12 @@ bool is_native(PyTypeObject* type, const ConvertTarget& t) {
   return false;
 }
 
+bool from_pyarrow(PyTypeObject* type) {
+  ConvertTarget arrow;
+  arrow.native_modules.push_back("pyarrow");
+  return is_native(type, arrow);
+}
+
 bool route_is_direct(PyTypeObject* type, const ConvertTarget& t) {
   const bool tagged = type->tp_version_tag != 0;
   if (tagged)
@@ -283,7 +289,16 @@ PyObject* convert_entry(PyObject*, PyObject* const* args, Py_ssize_t nargsf,
       return call_general(x, to, Py_None, Py_None);
     }
     nb::object imported;
-    if (PyObject* out = through_dlbridge(x, target, fn.ptr(), imported)) return out;
+    PyObject* out = nullptr;
+    try {
+      out = through_dlbridge(x, target, fn.ptr(), imported);
+    } catch (nb::python_error&) {
+      // pyarrow's __dlpack__ refuses nulls, booleans and chunked arrays, which
+      // dlbridge.from_dlpack (adapters/importing.py) refuses with a code or takes.
+      if (imported.is_valid() || !from_pyarrow(Py_TYPE(x))) throw;
+      return call_general(x, to, Py_None, Py_None);
+    }
+    if (out != nullptr) return out;
     if (PyErr_Occurred()) return nullptr;
     return call_general(imported.ptr(), to, Py_None, Py_None);
   } catch (...) {

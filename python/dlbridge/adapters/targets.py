@@ -16,19 +16,19 @@ TARGETS = (
            devices=frozenset({1, 2}),
            dtypes=STANDARD_DTYPES | {"bfloat16", "float8_e4m3fn", "float8_e5m2"},
            note="never honours READ_ONLY; reads negative strides as wrong values; "
-                "dies when imported after tensorflow"),
+                "dies when imported after tensorflow", native=("paddle",)),
     Target("arrow", "dlbridge.adapters.arrow", "from_tensor", versioned=True, read_only="immutable",
            strides="row_major", devices=frozenset({1}),
            dtypes=frozenset(["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                              "float16", "float32", "float64"]),
            note="1-d: Array, n-d: FixedShapeTensorArray; booleans are bit-packed (one copy); "
-                "non-compact strides give wrong values"),
+                "non-compact strides give wrong values", native=()),
     Target("warp", "dlbridge.adapters.warp", "from_tensor", versioned=False, read_only="ignored", strides="any",
            devices=frozenset({1, 2}), dtypes=(STANDARD_DTYPES - {"complex64", "complex128"}) | {"bfloat16"},
-           copy_keyword=False, note="legacy capsules only; no 0-d arrays; no complex types"),
+           copy_keyword=False, note="legacy capsules only; no 0-d arrays; no complex types", native=("warp",)),
     Target("mlx", "dlbridge.adapters.mlx", "from_tensor", versioned=True, read_only="honoured",
            strides="nonnegative", devices=frozenset({1}), dtypes=(STANDARD_DTYPES - {"complex128"}) | {"bfloat16"},
-           note="always copies on the CPU; its from_dlpack narrows float64 and complex128"),
+           note="always copies on the CPU; its from_dlpack narrows float64 and complex128", native=()),
 )
 
 
