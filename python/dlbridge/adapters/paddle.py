@@ -17,4 +17,8 @@ def _paddle():
 
 def from_tensor(tensor, copy=None):
     """A paddle.Tensor on the tensor's memory (zero-copy unless copy=True)."""
-    return _paddle().from_dlpack(tensor, copy=copy)
+    paddle = _paddle()
+    if copy is None:
+        # paddle.from_dlpack takes ~4x longer (57 vs 15 us) when copy= is passed at all.
+        return paddle.from_dlpack(tensor)
+    return paddle.from_dlpack(tensor, copy=copy)
