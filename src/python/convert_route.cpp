@@ -202,12 +202,6 @@ bool is_native(PyTypeObject* type, const ConvertTarget& t) {
   return false;
 }
 
-bool from_pyarrow(PyTypeObject* type) {
-  ConvertTarget arrow;
-  arrow.native_modules.push_back("pyarrow");
-  return is_native(type, arrow);
-}
-
 bool route_is_direct(PyTypeObject* type, const ConvertTarget& t) {
   const bool tagged = type->tp_version_tag != 0;
   if (tagged)
@@ -292,10 +286,10 @@ PyObject* convert_entry(PyObject*, PyObject* const* args, Py_ssize_t nargsf,
     PyObject* out = nullptr;
     try {
       out = through_dlbridge(x, target, fn.ptr(), imported);
-    } catch (nb::python_error&) {
+    } catch (...) {
       // pyarrow's __dlpack__ refuses nulls, booleans and chunked arrays, which
       // dlbridge.from_dlpack (adapters/importing.py) refuses with a code or takes.
-      if (imported.is_valid() || !from_pyarrow(Py_TYPE(x))) throw;
+      if (imported.is_valid() || !type_from_module(Py_TYPE(x), "pyarrow")) throw;
       return call_general(x, to, Py_None, Py_None);
     }
     if (out != nullptr) return out;

@@ -1,22 +1,18 @@
-"""dlbridge.from_dlpack: the core importer, and a second chance for Arrow objects.
+"""Arrow's second look inside dlbridge.from_dlpack.
 
-The core reads anything with __dlpack__; only when it fails is the object looked at
-again, so the common path costs one Python call more than the core alone.
+The core importer (src/python/fast_calls.cpp) calls second_look only after
+pyarrow's own __dlpack__ refused an Arrow object, so every other import costs
+nothing more.
 """
 
 from __future__ import annotations
 
-from .._core import from_dlpack as _core_from_dlpack
+from .. import _core
 from . import arrow
 
 
-def from_dlpack(x, /, *, device=None, copy=None):
-    try:
-        return _core_from_dlpack(x, device=device, copy=copy)
-    except Exception as exc:
-        if arrow.is_arrow(x):
-            return arrow.import_array(x, exc, device=device, copy=copy)
-        raise
+def second_look(x, refusal, device, copy):
+    return arrow.import_array(x, refusal, device=device, copy=copy)
 
 
-from_dlpack.__doc__ = _core_from_dlpack.__doc__
+_core._install_arrow_second_look(second_look)
