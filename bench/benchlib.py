@@ -99,7 +99,24 @@ def compare(candidates: dict[str, tuple], *, batch_s: float, reps: int,
             break
     gc.collect()
     return {name: {"ns": statistics.median(s), "ns_min": min(s), "batches": len(s),
-                   "calls_per_batch": numbers[name]} for name, s in samples.items()}
+                   "calls_per_batch": numbers[name], "samples": [round(x, 1) for x in s]}
+            for name, s in samples.items()}
+
+
+def paired(times: dict[str, dict], mine: str, theirs: str) -> dict:
+    """Median and spread (10th-90th percentile) of the per-round ratio and
+    difference mine / theirs: each round's two batches ran back to back, so a
+    load change between rounds cancels out of these."""
+    a, b = times[mine]["samples"], times[theirs]["samples"]
+    ratios = sorted(x / y for x, y in zip(a, b))
+    diffs = sorted(x - y for x, y in zip(a, b))
+
+    def pct(values, q):
+        return values[min(len(values) - 1, int(q * len(values)))]
+
+    return {"ratio": statistics.median(ratios), "ratio_p10": pct(ratios, 0.1), "ratio_p90": pct(ratios, 0.9),
+            "diff_ns": statistics.median(diffs), "diff_p10": pct(diffs, 0.1), "diff_p90": pct(diffs, 0.9),
+            "rounds": len(ratios)}
 
 
 def write_json(path: Path, payload: dict) -> None:

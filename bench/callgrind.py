@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import benchlib  # noqa: E402
 
-# name -> statement; a and t are set up in CHILD.
+# name -> statement; a, t, neg, tt and ttd are set up in CHILD.
 CASES = {
     "loop": "id(a)",
     "dlbridge.from_dlpack(numpy)": "dlbridge.from_dlpack(a)",
@@ -33,15 +33,49 @@ CASES = {
     "numpy.from_dlpack(dlbridge)": "numpy.from_dlpack(t)",
     "dlbridge.from_dlpack(dlbridge)": "dlbridge.from_dlpack(t)",
     "dlbridge.Tensor.copy() 8x8": "t.copy()",
+    "convert(numpy, numpy)": "dlbridge.convert(a, 'numpy')",
 }
+# Cases that need PyTorch (a pinned dev dependency; skipped without it).
+TORCH_CASES = {
+    "dlbridge.from_dlpack(torch)": "dlbridge.from_dlpack(tt)",
+    "torch.from_dlpack(torch)": "torch.from_dlpack(tt)",
+    "torch.from_dlpack(dlbridge)": "torch.from_dlpack(ttd)",
+    "torch.from_dlpack(numpy)": "torch.from_dlpack(a)",
+    "numpy.from_dlpack(torch)": "numpy.from_dlpack(tt)",
+    "convert(torch, torch)": "dlbridge.convert(tt, 'torch')",
+    "convert(numpy, torch)": "dlbridge.convert(a, 'torch')",
+    "convert(torch, numpy)": "dlbridge.convert(tt, 'numpy')",
+    "convert(negative strides, torch)": "dlbridge.convert(neg, 'torch')",
+    "torch.from_dlpack(ascontiguousarray(negative strides))": "torch.from_dlpack(numpy.ascontiguousarray(neg))",
+}
+
+# (case, baseline, goal): goal ("ratio", x) is net Ir case / baseline <= x;
+# ("extra", n) is at most n more Ir per call than the baseline.
+TARGETS = [
+    ("dlbridge.from_dlpack(numpy)", "numpy.from_dlpack(numpy)", ("ratio", 0.85)),
+    ("numpy.from_dlpack(dlbridge)", "numpy.from_dlpack(numpy)", ("ratio", 0.95)),
+    ("convert(numpy, numpy)", "numpy.from_dlpack(numpy)", ("ratio", 1.15)),
+    ("dlbridge.from_dlpack(torch)", "torch.from_dlpack(torch)", ("ratio", 0.5)),
+    ("torch.from_dlpack(dlbridge)", "torch.from_dlpack(torch)", ("ratio", 1.0)),
+    ("convert(torch, torch)", "torch.from_dlpack(torch)", ("ratio", 1.15)),
+    ("convert(numpy, torch)", "torch.from_dlpack(numpy)", ("extra", 1200)),
+    ("convert(torch, numpy)", "numpy.from_dlpack(torch)", ("extra", 1200)),
+    ("convert(negative strides, torch)", "torch.from_dlpack(ascontiguousarray(negative strides))",
+     ("extra", 2000)),
+]
 
 CHILD = """
 import os, sys
 import numpy, dlbridge
 a = numpy.arange(64, dtype=numpy.float32).reshape(8, 8)
 t = dlbridge.from_dlpack(a)
+neg = a[:, ::-1]
 n = int(sys.argv[1])
 statements = sys.argv[2:]
+if any("tt" in s for s in statements):
+    import torch
+    tt = torch.arange(64, dtype=torch.float32).reshape(8, 8)
+    ttd = dlbridge.from_dlpack(tt)
 loops = []
 for s in statements:
     scope = {}
@@ -104,14 +138,23 @@ def run(quick: bool) -> dict:
     valgrind = shutil.which("valgrind")
     if valgrind is None:
         raise SystemExit("callgrind.py needs valgrind (apt-get install valgrind)")
-    n = 50 if quick else 2000
-    names = list(CASES)
+    n = 50 if quick else 500
+    cases = dict(CASES)
+    # torch takes minutes to import under valgrind: --quick (a smoke test of
+    # this script) leaves it out.
+    try:
+        import torch  # noqa: F401
+        if not quick:
+            cases.update(TORCH_CASES)
+    except ImportError:
+        print("torch not installed: no torch cases", file=sys.stderr)
+    names = list(cases)
     with tempfile.TemporaryDirectory(prefix="dlbridge-callgrind-") as tmp:
         out = Path(tmp) / "callgrind.out"
         cmd = [valgrind, "--tool=callgrind", "--compress-strings=no", "--compress-pos=no",
                f"--callgrind-out-file={out}.%p",
                "--dump-before=getppid", sys.executable, "-c", CHILD, str(n),
-               *CASES.values()]
+               *cases.values()]
         # PYTHONMALLOC=malloc would change what is counted; the default
         # allocator is what users run, and callgrind handles it fine.
         env = dict(os.environ, PYTHONHASHSEED="0")
@@ -129,13 +172,19 @@ def run(quick: bool) -> dict:
         rows = []
         for name, p in zip(names, case_parts):
             top, by_object = self_costs(p, n)
-            rows.append({"case": name, "statement": CASES[name], "ir_per_call": per_call[name],
+            rows.append({"case": name, "statement": cases[name], "ir_per_call": per_call[name],
                          "ir_per_call_net": per_call[name] - loop,
                          "by_object": by_object, "top_self": top})
             print(f"{name:<34} {per_call[name]:10.0f} Ir/call   net {per_call[name] - loop:10.0f}", flush=True)
 
-    def ratio(a: str, b: str) -> float:
-        return (per_call[a] - loop) / (per_call[b] - loop)
+    targets = []
+    for case, baseline, (kind, goal) in TARGETS:
+        if case not in per_call or baseline not in per_call:
+            continue
+        mine, theirs = per_call[case] - loop, per_call[baseline] - loop
+        value = mine / theirs if kind == "ratio" else mine - theirs
+        targets.append({"case": case, "baseline": baseline, "kind": kind, "goal": goal,
+                        "value": value, "ok": value <= goal})
 
     return {
         "benchmark": "callgrind",
@@ -144,14 +193,12 @@ def run(quick: bool) -> dict:
                      "valgrind": subprocess.run([valgrind, "--version"], capture_output=True,
                                                 text=True).stdout.strip()},
         "note": "instructions (Ir) per call from callgrind; net subtracts the loop case id(a); "
-                "a = float32 8x8 numpy array, t = dlbridge.from_dlpack(a)",
+                "a = float32 8x8 numpy array, t = dlbridge.from_dlpack(a), tt = the same in torch, "
+                "neg = a[:, ::-1]",
         "results": rows,
-        "ratios_net": {
-            "import: dlbridge.from_dlpack(numpy) / numpy.from_dlpack(numpy)":
-                ratio("dlbridge.from_dlpack(numpy)", "numpy.from_dlpack(numpy)"),
-            "export: numpy.from_dlpack(dlbridge) / numpy.from_dlpack(numpy)":
-                ratio("numpy.from_dlpack(dlbridge)", "numpy.from_dlpack(numpy)"),
-        },
+        "targets": targets,
+        "ratios_net": {f"{t['case']} / {t['baseline']}": (per_call[t["case"]] - loop) /
+                       (per_call[t["baseline"]] - loop) for t in targets},
     }
 
 

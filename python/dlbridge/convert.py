@@ -72,16 +72,18 @@ class Target:
     alignment: int = 1               # below this alignment it copies on import
     extension: Extension | None = None
     note: str = ""
-    # Top-level modules whose array types are this library's own (convert then
-    # calls its from_dlpack on them directly); None: the module's top level.
-    native: tuple[str, ...] | None = None
+    # Top-level modules whose array types this library's from_dlpack takes
+    # exactly (convert then hands them over directly, as a user would). Only
+    # for libraries whose own export keeps every rule: torch's drops the
+    # negative bit, so torch tensors go through dlbridge's import instead.
+    native: tuple[str, ...] = ()
 
 
 TARGETS: dict[str, Target] = {
     t.name: t
     for t in (
         Target("numpy", "numpy", "from_dlpack", versioned=True, read_only="honoured", strides="any",
-               devices=frozenset({1, 3, 11}), dtypes=STANDARD_DTYPES,
+               devices=frozenset({1, 3, 11}), dtypes=STANDARD_DTYPES, native=("numpy",),
                extension=Extension("ml_dtypes", ML_DTYPES, one_per_byte=True, hand_over=_numpy_view),
                note="from_dlpack has no bfloat16/FP8/FP4/int4; host memory only"),
         Target("torch", "torch", "from_dlpack", versioned=True, read_only="ignored", strides="nonnegative",
@@ -314,8 +316,7 @@ def _fast_spec(name: str):
         target.read_only == "immutable" and target.versioned is not False)
     return ("fast", target.module, tuple(target.entry.split(".")),
             None if target.devices is None else tuple(sorted(target.devices)), dtypes,
-            target.strides, read_only_safe,
-            target.native if target.native is not None else (target.module.split(".")[0],))
+            target.strides, read_only_safe, tuple(target.native))
 
 
 convert = _core.convert

@@ -5,9 +5,11 @@
 // (bench/bench_convert.py). The rules stay in Python (convert.py): this file
 // only takes the requests whose outcome it can see without them --
 //
-//   * x is one of the target library's own arrays: the target's from_dlpack
-//     gets x itself, as the user would have called it. If that raises, the
-//     general route decides (it raises a coded error or repairs the case).
+//   * x is one of the target library's own arrays and the table marks that
+//     library's own export as exact (Target.native: NumPy, JAX; not torch,
+//     whose export drops the negative bit): the target's from_dlpack gets x
+//     itself, as the user would have called it. If that raises, the general
+//     route decides (it raises a coded error or repairs the case).
 //   * otherwise x is imported by dlbridge and handed over as it is, or as one
 //     compact copy when only its strides are outside the target's rule --
 //     exactly what convert.plan() decides when device, dtype and READ_ONLY
