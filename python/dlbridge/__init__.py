@@ -17,6 +17,7 @@ from ._core import (
     to_dlpack,
 )
 from .convert import convert
+from .adapters import importing as _arrow_second_look  # noqa: F401  (installs it into from_dlpack)
 from .errors import (
     ConsumedCapsuleError,
     CopyRequiredError,

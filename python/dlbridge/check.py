@@ -1,7 +1,7 @@
 """``dlbridge check TARGET``: one producer against every DLPack 1.3 producer rule that
 can be observed from outside (dlpack-facts.md, "Rules for a producer").
 
-TARGET is numpy, torch, jax, tvm_ffi, dlbridge, or ``module:factory`` where
+TARGET is numpy, torch, jax, tvm_ffi, dlbridge, tensorflow, paddle, arrow, warp, mlx, or ``module:factory`` where
 ``factory(shape, dtype, readonly=False)`` returns a fresh CPU array (``readonly``
 may be left out when the library has no read-only arrays). Capsules are read
 with ``dlbridge.inspect_capsule``, which looks without consuming.
@@ -19,6 +19,8 @@ import math
 import os
 import sys
 from typing import Callable
+
+from .adapters.producers import producers as _peer_producers
 
 READ_ONLY, IS_COPIED = 1 << 0, 1 << 1
 LEGACY, VERSIONED = "dltensor", "dltensor_versioned"
@@ -82,6 +84,7 @@ BUILTIN = {
     "tvm_ffi": lambda: Producer("tvm_ffi", _via("tvm_ffi"), False),
     "dlbridge": lambda: Producer("dlbridge", _via("dlbridge"), True),
 }
+BUILTIN.update(_peer_producers(Producer))  # tensorflow, paddle, arrow, warp, mlx (adapters/producers.py)
 
 
 def load_target(spec: str) -> Producer:

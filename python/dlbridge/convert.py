@@ -343,3 +343,8 @@ def explain_route(x, to, /, *, device=None, copy=None) -> Route:
     if fn is None:
         return Route(target)
     return plan(tensor, target, copy)
+
+
+from .adapters.targets import register as _register_adapter_targets  # noqa: E402  (needs Target above)
+
+_register_adapter_targets(TARGETS)

@@ -126,6 +126,10 @@ Tensor import_object(nb::handle x, const ExchangeRequest& request,
                      const char* entry = "dlbridge.from_dlpack");
 void bind_import(nb::module_& m);
 
+// --- fast_calls.cpp
+// Whether objects of `type` come from the module `top` or one below it ("pyarrow").
+bool type_from_module(PyTypeObject* type, const char* top);
+
 // --- exchange.cpp
 const abi::DLPackExchangeAPI* dlbridge_exchange_api() noexcept;
 // The usable exchange API table of a producer type, or NULL.

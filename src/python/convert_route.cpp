@@ -305,7 +305,16 @@ PyObject* convert_entry(PyObject*, PyObject* const* args, Py_ssize_t nargsf,
       return call_general(x, to, Py_None, Py_None);
     }
     nb::object imported;
-    if (PyObject* out = through_dlbridge(x, target, fn.ptr(), imported)) return out;
+    PyObject* out = nullptr;
+    try {
+      out = through_dlbridge(x, target, fn.ptr(), imported);
+    } catch (...) {
+      // pyarrow's __dlpack__ refuses nulls, booleans and chunked arrays, which
+      // dlbridge.from_dlpack (adapters/importing.py) refuses with a code or takes.
+      if (imported.is_valid() || !type_from_module(Py_TYPE(x), "pyarrow")) throw;
+      return call_general(x, to, Py_None, Py_None);
+    }
+    if (out != nullptr) return out;
     if (PyErr_Occurred()) return nullptr;
     return call_general(imported.is_valid() ? imported.ptr() : x, to, Py_None, Py_None);
   } catch (...) {

@@ -65,7 +65,37 @@ void match_keywords(const char* function, PyObject* const* names, int count,
   }
 }
 
+bool type_from_module(PyTypeObject* type, const char* top) {
+  nb::object module = nb::steal(PyObject_GetAttrString(reinterpret_cast<PyObject*>(type), "__module__"));
+  if (!module.is_valid() || !PyUnicode_Check(module.ptr())) {
+    PyErr_Clear();
+    return false;
+  }
+  const std::string name = nb::cast<std::string>(module);
+  return name.substr(0, name.find('.')) == top;
+}
+
 namespace {
+
+// dlbridge.adapters.importing.second_look(x, refusal, device, copy), installed by
+// that module: pyarrow's __dlpack__ refuses nulls, booleans and chunked arrays,
+// which it refuses with a code or takes. Asked only after such a refusal, so
+// every other import costs nothing more.
+PyObject* arrow_second_look = nullptr;
+
+PyObject* ask_arrow_second_look(PyObject* x, PyObject* device, PyObject* copy) {
+  set_python_error(std::current_exception());  // the refusal, as the Python exception it would raise
+  PyObject *type = nullptr, *value = nullptr, *traceback = nullptr;
+  PyErr_Fetch(&type, &value, &traceback);
+  PyErr_NormalizeException(&type, &value, &traceback);
+  if (traceback != nullptr) PyException_SetTraceback(value, traceback);
+  Py_XDECREF(type);
+  Py_XDECREF(traceback);
+  PyObject* args[] = {x, value, device, copy};
+  PyObject* out = PyObject_Vectorcall(arrow_second_look, args, 4, nullptr);
+  Py_XDECREF(value);
+  return out;
+}
 
 PyObject* interned(const char* text) {
   PyObject* s = PyUnicode_InternFromString(text);
@@ -86,7 +116,12 @@ PyObject* from_dlpack_entry(PyObject*, PyObject* const* args, Py_ssize_t nargsf,
     if (kwnames != nullptr) match_keywords("from_dlpack", names, 2, args + 1, kwnames, values);
     ExchangeRequest request{std::nullopt, dl_device_from_python(values[0]),
                             copy_from_python(values[1]), nb::none()};
-    return wrap_tensor(import_object(args[0], request)).release().ptr();
+    try {
+      return wrap_tensor(import_object(args[0], request)).release().ptr();
+    } catch (...) {
+      if (arrow_second_look == nullptr || !type_from_module(Py_TYPE(args[0]), "pyarrow")) throw;
+      return ask_arrow_second_look(args[0], values[0], values[1]);
+    }
   } catch (...) {
     set_python_error(std::current_exception());
     return nullptr;
@@ -111,6 +146,11 @@ void add_function(nb::module_& m, PyMethodDef* def) {
 
 }  // namespace
 
-void bind_fast_calls(nb::module_& m) { add_function(m, &from_dlpack_def); }
+void bind_fast_calls(nb::module_& m) {
+  add_function(m, &from_dlpack_def);
+  m.def("_install_arrow_second_look", [](nb::object fn) {
+    Py_XSETREF(arrow_second_look, fn.release().ptr());
+  });
+}
 
 }  // namespace dlbridge::python

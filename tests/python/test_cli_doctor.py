@@ -26,7 +26,7 @@ def test_runs_with_only_numpy_installed(tmp_path):
     # Hide every other array library from the doctor and its workers.
     (tmp_path / "sitecustomize.py").write_text(textwrap.dedent("""
         import sys
-        HIDDEN = {"torch", "jax", "jaxlib", "tvm_ffi", "ml_dtypes", "cupy", "tensorflow", "paddle", "mlx", "pyarrow"}
+        HIDDEN = {"torch", "jax", "jaxlib", "tvm_ffi", "ml_dtypes", "cupy", "tensorflow", "paddle", "mlx", "pyarrow", "warp"}
         class Hide:
             def find_spec(self, name, path=None, target=None):
                 if name.split(".")[0] in HIDDEN:

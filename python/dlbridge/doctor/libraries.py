@@ -14,7 +14,9 @@ import importlib.util
 from typing import Any, Callable
 
 # The order doctor lists them in; only importable ones are used.
-KNOWN = ("numpy", "torch", "jax", "cupy", "tensorflow", "paddle", "mlx", "tvm_ffi", "pyarrow", "dlbridge")
+KNOWN = ("numpy", "torch", "jax", "cupy", "paddle", "tensorflow", "mlx", "tvm_ffi", "arrow", "warp", "dlbridge")
+# paddle 3.3.1 dies (SIGSEGV) when imported after tensorflow 2.21.0; the other order works.
+IMPORT_FIRST = {"tensorflow": ("paddle",)}
 
 
 class NotApplicable(Exception):
@@ -45,7 +47,7 @@ class Library:
 
 def importable(name: str) -> bool:
     try:
-        return importlib.util.find_spec(name) is not None
+        return importlib.util.find_spec(MODULES.get(name, name).split(".")[0]) is not None
     except (ImportError, ValueError):
         return False
 
@@ -148,17 +150,24 @@ def _dlbridge():
 
 def _version_only(name: str):
     # Installed but not driven yet: listed so the report shows it is there.
-    module = importlib.import_module(name)
+    module = importlib.import_module(MODULES.get(name, name))
     return Library(name, _version(module), None, None, None, None, lambda x: None)
 
 
 ADAPTERS = {"numpy": _numpy, "torch": _torch, "jax": _jax, "tvm_ffi": _tvm_ffi, "dlbridge": _dlbridge}
 
+from .peers import ADAPTERS as _PEERS, MODULES  # noqa: E402  (peers builds on Library above)
+
+ADAPTERS.update(_PEERS)
+
 
 def discover(names=None) -> tuple[dict[str, Library], dict[str, str]]:
     """(libraries loaded, {name: why not} for the known ones that are absent or broken)."""
     loaded, missing = {}, {}
-    for name in names or KNOWN:
+    names = list(names or KNOWN)
+    for name in list(names):
+        names[:0] = [first for first in IMPORT_FIRST.get(name, ()) if first not in names]
+    for name in sorted(names, key=lambda n: KNOWN.index(n) if n in KNOWN else len(KNOWN)):
         if name not in KNOWN:
             missing[name] = "unknown to doctor"
             continue

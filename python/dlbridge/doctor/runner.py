@@ -67,6 +67,17 @@ def _run_batch(libraries, tasks, on_result):
         pending = [(i, t) for i, t in pending if i not in done]
 
 
+# Direct exchanges measured to kill the process: (consumer or "*", case).
+# PyTorch aborts on negative strides; pyarrow 26.0.1's FixedShapeTensorArray.from_dlpack
+# dies of SIGFPE on an empty tensor and SIGSEGV on a 0-d one.
+_ABORTS = {("*", "negative"), ("arrow", "size-0"), ("arrow", "0-d")}
+
+
+def _may_abort(task) -> bool:
+    return task.get("route") == "direct" and bool(
+        {("*", task.get("case")), (task.get("consumer"), task.get("case"))} & _ABORTS)
+
+
 def run_tasks(libraries, tasks, workers=None, progress=None) -> list:
     """Results in task order. progress(done, total) is called from worker threads."""
     total = len(tasks)
@@ -83,8 +94,12 @@ def run_tasks(libraries, tasks, workers=None, progress=None) -> list:
 
     workers = max(1, min(workers or os.cpu_count() or 1, 4, total or 1))
     indexed = list(enumerate(tasks))
+    # Exchanges that may kill the consumer get a child of their own, ordered by consumer, so each restart
+    # re-imports a library or two instead of every library the other children hold.
+    risky = sorted((it for it in indexed if _may_abort(it[1])), key=lambda it: (it[1]["consumer"], it[1]["producer"]))
+    safe = [it for it in indexed if not _may_abort(it[1])]
     # Interleave so that each child gets a share of the slow libraries.
-    batches = [indexed[w::workers] for w in range(workers)]
+    batches = [safe[w::workers] for w in range(workers)] + ([risky] if risky else [])
     threads = [threading.Thread(target=_run_batch, args=(libraries, b, on_result)) for b in batches]
     for t in threads:
         t.start()

@@ -13,14 +13,34 @@ import sys
 import warnings
 
 
-def _run(task, libs, missing):
+class _Libraries(dict):
+    """The libraries imported so far: each on the first task that needs it, so a worker
+    restarted after a crash pays only for what its remaining tasks touch."""
+
+    def __init__(self):
+        super().__init__()
+        self.missing = {}
+
+    def absent(self, names) -> list:
+        from .libraries import discover
+
+        todo = [n for n in names if n not in self and n not in self.missing]
+        if todo:
+            loaded, missing = discover(todo)
+            self.update(loaded)
+            self.missing.update({k: v for k, v in missing.items() if k not in loaded})
+        return [n for n in names if n not in self]
+
+
+def _run(task, libs: _Libraries):
     from . import exchange
 
     kind = task["kind"]
     needed = [n for n in (task.get("producer"), task.get("consumer")) if n]
-    absent = [n for n in needed if n not in libs]
+    absent = libs.absent(needed)
     if absent:
-        return {**task, "status": exchange.NA, "note": "; ".join(f"{n}: {missing.get(n, 'not loaded')}" for n in absent)}
+        return {**task, "status": exchange.NA,
+                "note": "; ".join(f"{n}: {libs.missing.get(n, 'not loaded')}" for n in absent)}
     if kind == "producer":
         return exchange.producer_info(libs[task["producer"]])
     if kind == "probe":
@@ -30,16 +50,14 @@ def _run(task, libs, missing):
 
 def main() -> int:
     warnings.simplefilter("ignore")
-    from .libraries import discover
-
     plan = json.load(sys.stdin)
-    libs, missing = discover(plan["libraries"])
+    libs = _Libraries()
     out = sys.stdout
     for index, task in plan["tasks"]:
         out.write(json.dumps({"start": index}) + "\n")
         out.flush()
         try:
-            result = _run(task, libs, missing)
+            result = _run(task, libs)
         except Exception as exc:  # a bug in an adapter is reported against its task
             result = {**task, "status": "fails", "error": {"type": type(exc).__name__, "message": str(exc)[:300],
                                                          "code": None, "hint": None}}

@@ -1,0 +1,115 @@
+"""PyArrow both ways.
+
+Out (convert's "arrow" target): a 1-d tensor becomes a pyarrow Array, an n-d tensor a
+FixedShapeTensorArray whose first axis is the array's length. Arrow stores booleans one
+bit each, so a bool tensor is packed into a new bitmap (one copy; copy=False refuses).
+
+In (dlbridge.from_dlpack): pyarrow's own __dlpack__ serves primitive arrays and
+FixedShapeTensorArray; import_array covers what it refuses. Nulls have no DLPack
+form and are refused with the fix; booleans are unpacked into one byte per value
+(one copy); a ChunkedArray with one chunk is that chunk.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ._errors import fail
+
+
+def is_arrow(x) -> bool:
+    return type(x).__module__.startswith("pyarrow")
+
+
+def _refuse_copy(what: str):
+    return fail("CopyRequiredError", f"{what}, which needs a copy, and copy=False forbids the copy.",
+                "Pass copy=None to let dlbridge make the one copy.")
+
+
+def from_tensor(tensor, copy=None):
+    """A pyarrow Array (1-d) or FixedShapeTensorArray (n-d) of the tensor's values."""
+    import pyarrow as pa
+
+    if tensor.ndim == 0:
+        raise fail("LayoutError", "Arrow arrays have at least one dimension, so a 0-d tensor cannot be handed over.",
+                   "Reshape to (1,) in the source library first.")
+    if tensor.ndim > 1 and 0 in tensor.shape[1:]:
+        raise fail("LayoutError", f"Arrow's fixed-shape tensors need inner dimensions above 0; shape {tensor.shape} "
+                   "has an empty one.", "Hand over a tensor whose dimensions after the first are all > 0.")
+    if tensor.dtype.name == "bool":
+        if copy is False:
+            raise _refuse_copy("Arrow stores booleans one bit each, so the bytes must be packed")
+        return _packed_bools(tensor)
+    if tensor.size == 0:
+        # pyarrow 26.0.1's importers refuse an empty 1-d tensor and divide by zero
+        # (SIGFPE) on an empty n-d one, so an empty array is built without them.
+        return _empty(tensor)
+    if tensor.ndim == 1:
+        return pa.Array.from_dlpack(tensor)
+    return pa.FixedShapeTensorArray.from_dlpack(tensor)
+
+
+def _with_shape(flat, dtype, shape):
+    import pyarrow as pa
+
+    if len(shape) == 1:
+        return flat
+    inner = list(shape[1:])
+    storage = pa.FixedSizeListArray.from_arrays(flat, math.prod(inner))
+    return pa.ExtensionArray.from_storage(pa.fixed_shape_tensor(dtype, inner), storage)
+
+
+def _empty(tensor):
+    import numpy
+    import pyarrow as pa
+
+    dtype = pa.from_numpy_dtype(numpy.dtype(tensor.dtype.name))
+    return _with_shape(pa.array([], dtype), dtype, tensor.shape)
+
+
+def _packed_bools(tensor):
+    import numpy
+    import pyarrow as pa
+
+    values = numpy.from_dlpack(tensor).reshape(-1)
+    bits = pa.py_buffer(numpy.packbits(values, bitorder="little"))
+    flat = pa.Array.from_buffers(pa.bool_(), values.size, [None, bits])
+    return _with_shape(flat, pa.bool_(), tensor.shape)
+
+
+def import_array(x, refusal: BaseException, *, device=None, copy=None):
+    """dlbridge.from_dlpack for an Arrow object whose own __dlpack__ refused (`refusal`)."""
+    import pyarrow as pa
+
+    from .. import _core
+
+    if isinstance(x, pa.ChunkedArray):
+        if x.num_chunks == 1:
+            return _import_one(x.chunk(0), device=device, copy=copy)
+        if copy is False:
+            raise _refuse_copy(f"A ChunkedArray of {x.num_chunks} chunks must be joined into one buffer")
+        return _import_one(x.combine_chunks(), device=device, copy=None)
+    if not isinstance(x, pa.Array):
+        raise refusal
+    if x.null_count:
+        raise fail("LayoutError",
+                   f"The Arrow array has {x.null_count} null(s); DLPack has no validity bitmap, "
+                   "so the nulls would silently become values.",
+                   "Replace or drop them first: arr.fill_null(0) or arr.drop_null().")
+    values = x.storage if isinstance(x, pa.ExtensionArray) else x
+    if pa.types.is_boolean(values.type) or (pa.types.is_fixed_size_list(values.type)
+                                            and pa.types.is_boolean(values.type.value_type)):
+        if copy is False:
+            raise _refuse_copy("Arrow stores booleans one bit each, so they must be unpacked to one byte each")
+        host = x.to_numpy_ndarray() if isinstance(x, pa.FixedShapeTensorArray) else x.to_numpy(zero_copy_only=False)
+        return _core.from_dlpack(host, device=device)
+    raise refusal
+
+
+def _import_one(x, *, device, copy):
+    from .. import _core
+
+    try:
+        return _core.from_dlpack(x, device=device, copy=copy)
+    except Exception as exc:
+        return import_array(x, exc, device=device, copy=copy)
