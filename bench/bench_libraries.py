@@ -90,7 +90,7 @@ def measure(quick: bool) -> dict:
 
 
 def markdown(results: dict) -> str:
-    lines = [BEGIN, "## 6. TensorFlow, Paddle, PyArrow, Warp, MLX (`bench/bench_libraries.py`)", "",
+    lines = [BEGIN, "## 8. TensorFlow, Paddle, PyArrow, Warp, MLX (`bench/bench_libraries.py`)", "",
              "Same small float32 array (8×8; PyArrow: 64 elements, a 1-d Array). *import*: "
              "`dlbridge.from_dlpack(x)` vs the library's own importer of its own `x`. *export*: the library's "
              "importer of a `dlbridge.Tensor` vs of its own array, and `dlbridge.convert(t, name)` with its "

@@ -24,7 +24,7 @@ def _copied(value) -> str:
 
 
 def section(results: Path) -> list[str]:
-    lines = ["## 6. Tensors between processes (`bench/bench_distributed.py`)", ""]
+    lines = ["## 7. Tensors between processes (`bench/bench_distributed.py`)", ""]
     path = results / "distributed.json"
     if not path.exists():
         return lines + ["not run", ""]
