@@ -14,6 +14,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+import report_casters  # noqa: E402
+
 MiB = 1 << 20
 
 
@@ -196,6 +199,7 @@ def markdown(results: Path) -> str:
         lines += [f"- {k}: **{v:.2f}×** (net)" for k, v in cg["ratios_net"].items()] + [""]
     else:
         lines += ["not run", ""]
+    lines += report_casters.markdown_lines(load(results, "casters.json"))
     lines += ["![benchmarks](benchmarks.png)", ""]
     return "\n".join(lines)
 

@@ -77,7 +77,8 @@ def wheel_python(work, wheel) -> Path:
 def extensions(work, wheel_python) -> Path:
     build = work / "extensions"
     run(["cmake", "-S", HERE / "extensions", "-B", build, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
-         f"-DPython_EXECUTABLE={wheel_python}", f"-DDLBRIDGE_EXAMPLES={ROOT / 'examples'}"])
+         f"-DPython_EXECUTABLE={wheel_python}", f"-DDLBRIDGE_EXAMPLES={ROOT / 'examples'}",
+         f"-DDLBRIDGE_BENCH={ROOT / 'bench'}"])
     run(["cmake", "--build", build, "-j", JOBS])
     return build / "modules"
 

@@ -52,4 +52,5 @@ def test_outside_extension_compiled_against_the_wheels_headers_only(extensions, 
     assert include in commands
     assert str(ROOT / "include") not in commands
     assert sorted(p.name.split(".")[0] for p in extensions.glob("*.so")) == [
-        "casters_nanobind", "casters_pybind11", "scale_nanobind", "scale_pybind11"]
+        "casters_bench_nanobind", "casters_bench_pybind11", "casters_nanobind", "casters_pybind11",
+        "scale_nanobind", "scale_pybind11"]
