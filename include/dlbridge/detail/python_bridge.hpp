@@ -182,13 +182,16 @@ inline TypeRoute& route_of(PyTypeObject* type) {
 
 // true: out holds a host tensor. false: nothing is owned, no error is set,
 // and the caller goes through dlbridge.
-inline bool import_from_dlpack_method(PyObject* object, PyObject* dlpack, ManagedTensor& out) {
+inline bool import_from_dlpack_method(PyObject* object, TypeRoute& route, ManagedTensor& out) {
   static PyObject* max_version = Py_BuildValue("(II)", unsigned(DLBRIDGE_DLPACK_MAJOR),
                                                unsigned(DLBRIDGE_DLPACK_MINOR));
   static PyObject* keywords = Py_BuildValue("(s)", "max_version");
   PyObject* args[] = {object, max_version};
-  PyObject* capsule = PyObject_Vectorcall(dlpack, args, 1, keywords);
+  PyObject* capsule = PyObject_Vectorcall(route.dlpack, args, 1, keywords);
   if (capsule == nullptr) {
+    // A producer older than max_version: dlbridge's path knows how to ask
+    // it, and is taken for its type from now on.
+    if (PyErr_ExceptionMatches(PyExc_TypeError)) route.route = Route::dlbridge;
     PyErr_Clear();
     return false;
   }
@@ -238,7 +241,7 @@ inline ImportOutcome import_managed(PyObject* object, ManagedTensor& out) noexce
     TypeRoute& route = route_of(Py_TYPE(object));
     bool done = false;
     if (route.route == Route::exchange_api) done = import_from_exchange_api(object, route.api, out);
-    if (route.route == Route::dlpack_method) done = import_from_dlpack_method(object, route.dlpack, out);
+    if (route.route == Route::dlpack_method) done = import_from_dlpack_method(object, route, out);
     if (done && is_host_accessible(out.view().device().type)) return ImportOutcome::imported;
     if (done) {
       // Device memory wants a stream: dlbridge's path passes one. The
