@@ -13,10 +13,11 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+import report_casters  # noqa: E402
 import report_distributed  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
 MiB = 1 << 20
 
 
@@ -249,6 +250,7 @@ def markdown(results: Path) -> str:
     else:
         lines += ["not run", ""]
     lines += report_distributed.section(results)
+    lines += report_casters.markdown_lines(load(results, "casters.json"))
     lines += ["![benchmarks](benchmarks.png)", ""]
     return "\n".join(lines)
 

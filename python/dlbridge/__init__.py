@@ -16,6 +16,7 @@ from ._core import (
     inspect_capsule,
     to_dlpack,
 )
+from ._paths import get_cmake_dir, get_include, get_pkgconfig_dir  # noqa: F401  (C++ extension authors)
 from .convert import convert
 from .adapters import importing as _arrow_second_look  # noqa: F401  (installs it into from_dlpack)
 from .errors import (

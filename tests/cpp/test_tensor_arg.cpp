@@ -1,0 +1,89 @@
+// TensorArg<require...>: the requirements written in a parameter type, each
+// refused with its own code, and the typed data pointer.
+#include <gtest/gtest.h>
+
+#include <dlbridge/tensor_arg.hpp>
+
+#include <cstdint>
+#include <type_traits>
+#include <vector>
+
+namespace {
+
+namespace req = dlbridge::require;
+using dlbridge::ErrorCode;
+
+dlbridge::TensorView floats(std::vector<float>& data, std::vector<int64_t> shape,
+                            std::vector<int64_t> strides = {}, uint64_t flags = 0) {
+  return dlbridge::TensorView::from_data(data.data(), dlbridge::dtype_of<float>(), shape, strides,
+                                         dlbridge::Device{}, flags);
+}
+
+template <typename Arg>
+ErrorCode refusal(const dlbridge::TensorView& view) {
+  try {
+    Arg arg(view);
+  } catch (const dlbridge::Error& e) {
+    return e.code();
+  }
+  ADD_FAILURE() << "the view was accepted";
+  return ErrorCode::invalid_argument;
+}
+
+TEST(TensorArg, AcceptsAViewThatMeetsEveryRequirement) {
+  std::vector<float> data(6, 1.5f);
+  using Arg = dlbridge::TensorArg<req::dtype<float>, req::ndim<2>, req::c_contiguous, req::writable,
+                                  req::cpu, req::host_accessible>;
+  Arg arg(floats(data, {2, 3}));
+  static_assert(std::is_same_v<decltype(arg.data()), float*>);
+  EXPECT_EQ(arg.data(), data.data());
+  EXPECT_EQ(arg->size(), 6);
+  const dlbridge::TensorView& view = arg;
+  EXPECT_EQ(view.shape(1), 3);
+}
+
+TEST(TensorArg, WithoutADtypeTheDataIsUntyped) {
+  static_assert(std::is_same_v<dlbridge::TensorArg<req::writable>::element_type, void>);
+  static_assert(std::is_same_v<dlbridge::TensorArg<req::writable, req::dtype<int8_t>>::element_type, int8_t>);
+}
+
+TEST(TensorArg, EachMissedRequirementHasItsCode) {
+  std::vector<float> data(6);
+  EXPECT_EQ(refusal<dlbridge::TensorArg<req::dtype<double>>>(floats(data, {6})), ErrorCode::unsupported_dtype);
+  EXPECT_EQ(refusal<dlbridge::TensorArg<req::ndim<2>>>(floats(data, {6})), ErrorCode::unsupported_layout);
+  EXPECT_EQ(refusal<dlbridge::TensorArg<req::c_contiguous>>(floats(data, {3, 2}, {1, 3})),
+            ErrorCode::unsupported_layout);
+  EXPECT_EQ(refusal<dlbridge::TensorArg<req::writable>>(floats(data, {6}, {}, DLBRIDGE_FLAG_READ_ONLY)),
+            ErrorCode::read_only);
+  EXPECT_EQ(refusal<dlbridge::TensorArg<req::device<dlbridge::abi::kDLCUDA>>>(floats(data, {6})),
+            ErrorCode::device_unavailable);
+}
+
+TEST(TensorArg, MessagesNameWhatWasExpectedAndWhatCame) {
+  std::vector<float> data(6);
+  try {
+    dlbridge::TensorArg<req::dtype<int32_t>, req::ndim<1>> arg(floats(data, {6}));
+    FAIL() << "float32 accepted as int32";
+  } catch (const dlbridge::Error& e) {
+    EXPECT_EQ(e.message(), "This function takes int32 tensors; got float32.");
+    EXPECT_NE(e.hint().find("astype('int32')"), std::string::npos);
+  }
+  try {
+    dlbridge::TensorArg<req::c_contiguous> arg(floats(data, {3, 2}, {1, 3}));
+    FAIL() << "a transposed view accepted as C-contiguous";
+  } catch (const dlbridge::Error& e) {
+    EXPECT_EQ(e.message(), "This function takes C-contiguous tensors; got strides (1, 3) for shape (3, 2).");
+  }
+}
+
+TEST(TensorArg, RequirementsAreDataThatCanBeBuiltAtRunTime) {
+  std::vector<float> data(4);
+  dlbridge::ArgRequirements r;
+  r.ndim = 1;
+  r.check(floats(data, {4}));
+  r.dtype = dlbridge::dtype_of<uint8_t>();
+  EXPECT_THROW(r.check(floats(data, {4})), dlbridge::Error);
+  EXPECT_EQ(dlbridge::TensorArg<req::ndim<3>>::requirements().ndim, 3);
+}
+
+}  // namespace

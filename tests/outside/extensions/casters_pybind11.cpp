@@ -1,0 +1,24 @@
+// caster_functions.hpp bound with pybind11 and <dlbridge/pybind11.hpp>.
+#include <pybind11/pybind11.h>
+
+#include <dlbridge/pybind11.hpp>
+
+#include "caster_functions.hpp"
+
+PYBIND11_MODULE(casters_pybind11, m) {
+  using namespace caster_test;
+  m.def("view", &view);
+  m.def("float_matrix", &float_matrix);
+  m.def("on_cuda", &on_cuda);
+  m.def("compact", &compact);
+  m.def("writable", &writable);
+  m.def("address", &address);
+  m.def("keep", &keep);
+  m.def("kept_sum", &kept_sum);
+  m.def("drop_kept", &drop_kept);
+  m.def("pass_through", &pass_through);
+  m.def("arange", &arange);
+  // Overloads: an object that is no tensor falls through to the next one.
+  m.def("which", [](dlbridge::TensorView) { return std::string("tensor"); });
+  m.def("which", [](const std::string&) { return std::string("string"); });
+}

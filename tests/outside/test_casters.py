@@ -1,0 +1,156 @@
+"""<dlbridge/nanobind.hpp> and <dlbridge/pybind11.hpp>: the same functions
+(extensions/caster_functions.hpp) bound by each framework, called with every
+kind of input dlbridge reads and every requirement missed once."""
+
+from __future__ import annotations
+
+import gc
+import importlib
+
+import numpy as np
+import pytest
+
+import dlbridge
+
+
+@pytest.fixture(params=["casters_nanobind", "casters_pybind11"])
+def m(request, extension_path):
+    module = importlib.import_module(request.param)
+    yield module
+    module.drop_kept()
+
+
+class ArrayInterfaceOnly:
+    """An object that only has __array_interface__ (no __dlpack__, no buffer)."""
+
+    def __init__(self, array):
+        self.array = array
+        self.__array_interface__ = array.__array_interface__
+
+
+def test_borrowed_view_of_numpy_is_zero_copy(m):
+    a = np.zeros((2, 3), dtype=np.float32)
+    assert m.view(a) == "float32 (2, 3) cpu rw"
+    assert m.address(a) == a.ctypes.data
+
+
+def test_read_only_numpy_stays_read_only(m):
+    a = np.zeros(4, dtype=np.int16)
+    a.flags.writeable = False
+    assert m.view(a) == "int16 (4) cpu ro"
+
+
+def test_reads_torch_jax_buffers_and_array_interfaces(m):
+    torch = pytest.importorskip("torch")
+    jnp = pytest.importorskip("jax.numpy")
+    t = torch.ones(5, dtype=torch.float64)
+    assert m.view(t) == "float64 (5) cpu rw" and m.address(t) == t.data_ptr()
+    assert m.view(jnp.ones((2, 2), dtype=jnp.int32)) == "int32 (2, 2) cpu rw"
+    assert m.view(bytearray(b"abc")) == "uint8 (3) cpu rw"
+    assert m.view(ArrayInterfaceOnly(np.ones(3, dtype=np.uint16))) == "uint16 (3) cpu rw"
+    assert m.view(dlbridge.empty((1, 2), "bfloat16")) == "bfloat16 (1, 2) cpu rw"
+
+
+def test_no_tensor_is_a_type_mismatch_and_tries_the_next_overload(m):
+    with pytest.raises(TypeError, match="incompatible function arguments"):
+        m.view(object())
+    assert m.which("text") == "string"
+    assert m.which(np.zeros(2)) == "tensor"
+
+
+def test_requirements_in_the_type_raise_their_codes(m):
+    ones = np.ones((2, 2), dtype=np.float32)
+    assert m.float_matrix(ones) == "float32 (2, 2) cpu rw"
+    with pytest.raises(dlbridge.UnsupportedDTypeError) as caught:
+        m.float_matrix(np.ones((2, 2), dtype=np.int64))
+    assert caught.value.code == "unsupported_dtype" and "astype('float32')" in caught.value.hint
+    with pytest.raises(dlbridge.LayoutError, match="takes 2-dimensional tensors; got 1"):
+        m.float_matrix(np.ones(2, dtype=np.float32))
+    with pytest.raises(dlbridge.DeviceUnavailableError, match="takes tensors on kDLCUDA; got one on cpu"):
+        m.on_cuda(ones)
+    with pytest.raises(dlbridge.LayoutError, match=r"C-contiguous tensors; got strides \(1, 2\)"):
+        m.compact(ones.T)
+    assert m.compact(ones) == "float32 (2, 2) cpu rw"
+    ones.flags.writeable = False
+    with pytest.raises(dlbridge.ReadOnlyError):
+        m.writable(ones)
+
+
+class Producer:
+    """A __dlpack__ producer handing out capsules built to order, counted."""
+
+    def __init__(self, **capsule):
+        self.capsule = capsule
+        self.calls = 0
+
+    def __dlpack__(self, **kwargs):
+        self.calls += 1
+        return dlbridge._core._testing.make_capsule(**self.capsule)
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
+def test_hostile_producer_is_refused_with_dlbridges_code_and_every_capsule_deleted_once(m):
+    testing = dlbridge._core._testing
+    before = testing.deleter_calls()
+    hostile, future = Producer(shape=[2, -3]), Producer(version=(2, 0))
+    with pytest.raises(dlbridge.InvalidTensorError) as caught:
+        m.view(hostile)
+    assert caught.value.code == "invalid_tensor" and "negative" in str(caught.value)
+    with pytest.raises(dlbridge.VersionError):
+        m.view(future)
+    assert hostile.calls >= 1 and future.calls >= 1
+    assert testing.deleter_calls() - before == hostile.calls + future.calls
+
+
+def test_raw_capsule_is_consumed_once(m):
+    capsule = dlbridge._core._testing.make_capsule(shape=[3], dtype=(0, 8, 1))
+    assert m.view(capsule) == "int8 (3) cpu rw"
+    with pytest.raises(dlbridge.ConsumedCapsuleError):
+        m.view(capsule)
+
+
+def test_owned_tensor_outlives_the_producer_object(m):
+    a = np.arange(4, dtype=np.float64)
+    m.keep(a)
+    del a
+    gc.collect()
+    assert m.kept_sum() == 6.0
+
+
+def test_owned_tensor_returns_as_a_zero_copy_dlbridge_tensor(m):
+    a = np.arange(3, dtype=np.float32)
+    t = m.pass_through(a)
+    assert isinstance(t, dlbridge.Tensor) and t.data_ptr == a.ctypes.data
+    np.testing.assert_array_equal(np.from_dlpack(t), a)
+
+
+def test_new_tensor_from_cpp_reaches_numpy_and_torch(m):
+    torch = pytest.importorskip("torch")
+    t = m.arange(5)
+    assert t.dtype == "int32" and not t.readonly
+    assert np.from_dlpack(t).tolist() == [0, 1, 2, 3, 4]
+    assert torch.from_dlpack(m.arange(3)).tolist() == [0, 1, 2]
+
+
+class OldProducer:
+    """A producer from before max_version: __dlpack__ takes no keywords."""
+
+    def __init__(self, array):
+        self.array = array
+        self.calls = 0
+
+    def __dlpack__(self):
+        self.calls += 1
+        return self.array.__dlpack__()
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
+def test_producer_without_keywords_is_asked_the_old_way(m):
+    old = OldProducer(np.arange(3, dtype=np.int64))
+    assert m.view(old) == "int64 (3) cpu rw"
+    assert m.view(old) == "int64 (3) cpu rw"
+    assert old.calls == 2  # one capsule per call: the refused keyword call never ran
