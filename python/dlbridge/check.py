@@ -144,15 +144,22 @@ def _rss() -> int:
 
 # -- the rules ------------------------------------------------------------------------------------
 
-RULES = []
+def rule_registry(rules: list) -> Callable:
+    """The ``@rule(ident, text)`` decorator of one list of rules (producer rules here, consumer rules in
+    check_consumer)."""
+
+    def rule(ident: str, text: str):
+        def register(fn):
+            rules.append((ident, text, fn))
+            return fn
+
+        return register
+
+    return rule
 
 
-def rule(ident: str, text: str):
-    def register(fn):
-        RULES.append((ident, text, fn))
-        return fn
-
-    return register
+RULES: list = []
+rule = rule_registry(RULES)
 
 
 @rule("P1.keywords", "__dlpack__ accepts stream, max_version, dl_device and copy as keywords")
@@ -384,14 +391,15 @@ def _exchange_api(p):
 
 # -- running and reporting ------------------------------------------------------------------------
 
-def run(producer: Producer) -> list[dict]:
+def evaluate(rules: list, call: Callable) -> list[dict]:
+    """Runs every rule through ``call(fn) -> (ok, evidence)`` and reports pass, fail, n/a or error for each."""
     from .catalogue import identify
 
     results = []
-    for ident, text, fn in RULES:
+    for ident, text, fn in rules:
         catalogue = None  # the catalogue id of the error a failing rule raised
         try:
-            ok, evidence = fn(producer)
+            ok, evidence = call(fn)
             status = PASS if ok else FAIL
         except NotObservable as exc:
             status, evidence = NA, str(exc)
@@ -402,6 +410,10 @@ def run(producer: Producer) -> list[dict]:
             catalogue = identify(str(exc), type(exc).__name__, getattr(exc, "code", None))
         results.append({"rule": ident, "text": text, "status": status, "evidence": evidence, "catalogue": catalogue})
     return results
+
+
+def run(producer: Producer) -> list[dict]:
+    return evaluate(RULES, lambda fn: fn(producer))
 
 
 def render(target: str, results: list[dict], color: bool = False) -> str:

@@ -17,7 +17,7 @@ import sys
 import textwrap
 from typing import Callable
 
-from .check import FAIL, NA, PASS, NotObservable
+from .check import NotObservable, evaluate, rule_registry
 
 BUILTIN = {
     "numpy": "numpy:from_dlpack",
@@ -162,14 +162,7 @@ def _short(exc: BaseException) -> str:
 
 
 RULES: list = []
-
-
-def rule(ident: str, text: str):
-    def register(fn):
-        RULES.append((ident, text, fn))
-        return fn
-
-    return register
+rule = rule_registry(RULES)
 
 
 @rule("C1.device_first", "a consumer that passes a stream has asked __dlpack_device__ first")
@@ -340,14 +333,4 @@ def call_rule(fn, consume, spec: str):
 def run(spec: str) -> list[dict]:
     """Every consumer rule against the consumer that ``spec`` names, as check.run reports producer rules."""
     spec, consume = load_consumer(spec)
-    results = []
-    for ident, text, fn in RULES:
-        try:
-            ok, evidence = call_rule(fn, consume, spec)
-            status = PASS if ok else FAIL
-        except NotObservable as exc:
-            status, evidence = NA, str(exc)
-        except Exception as exc:
-            status, evidence = FAIL, f"raised {_short(exc)}"
-        results.append({"rule": ident, "text": text, "status": status, "evidence": evidence})
-    return results
+    return evaluate(RULES, lambda fn: call_rule(fn, consume, spec))

@@ -13,6 +13,7 @@
 #include <Python.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../abi.hpp"
@@ -96,12 +97,12 @@ enum class ImportOutcome {
   failed,        // a Python error is set: the caster raises it
 };
 
-// Adopts what a producer handed over; on a refusal the deleter has run and
-// the coded Python error is set.
-template <typename Managed>
-bool adopt_or_set_error(Managed* managed, ManagedTensor& out) noexcept {
+// Runs one step that may throw dlbridge::Error; false with the coded Python
+// error set when it does (anything else is reported as MemoryError).
+template <typename Step>
+bool call_or_set_error(Step&& step) noexcept {
   try {
-    out = ManagedTensor::adopt(managed);
+    step();
     return true;
   } catch (const Error& e) {
     set_python_error(e);
@@ -109,6 +110,13 @@ bool adopt_or_set_error(Managed* managed, ManagedTensor& out) noexcept {
     PyErr_NoMemory();
   }
   return false;
+}
+
+// Adopts what a producer handed over; on a refusal the deleter has run and
+// the coded Python error is set.
+template <typename Managed>
+bool adopt_or_set_error(Managed* managed, ManagedTensor& out) noexcept {
+  return call_or_set_error([&] { out = ManagedTensor::adopt(managed); });
 }
 
 // Everything through dlbridge's own import (dlbridge.from_dlpack's path). A
@@ -259,15 +267,7 @@ inline ImportOutcome import_managed(PyObject* object, ManagedTensor& out) noexce
 // coded Python error set when one is missed.
 template <typename Check>
 bool check_or_set_error(Check&& check) noexcept {
-  try {
-    check();
-    return true;
-  } catch (const Error& e) {
-    set_python_error(e);
-  } catch (...) {
-    PyErr_NoMemory();
-  }
-  return false;
+  return call_or_set_error(std::forward<Check>(check));
 }
 
 // A new dlbridge.Tensor owning tensor (which is left empty); NULL with a
