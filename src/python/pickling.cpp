@@ -160,17 +160,30 @@ nb::object rebuild_shared_tensor(const std::string& name, nb::handle ticket, nb:
       open_shared_tensor(name, uint64_t(layout_int(ticket, "the ticket", 0, INT64_MAX)), parsed));
 }
 
+nb::object rebuild_cuda_tensor(const std::string& name, nb::handle ticket, nb::handle layout) {
+  const BufferLayout parsed = layout_from_python(layout);
+  return wrap_tensor(
+      open_device_share(name, uint64_t(layout_int(ticket, "the ticket", 0, INT64_MAX)), parsed));
+}
+
 nb::object reduce_ex(nb::handle self, int protocol) {
   const Tensor& t = *as_tensor(self);
   const TensorView& v = t.view();
+  // Pickle names a reconstructor by module and name, which a function of
+  // the extension lacks: dlbridge._pickle forwards to the ones below.
+  if (std::optional<DeviceShareTicket> share = device_share_ticket(v))
+    return nb::make_tuple(nb::module_::import_("dlbridge._pickle").attr("rebuild_cuda_tensor"),
+                          nb::make_tuple(share->name, share->ticket,
+                                         layout_to_python(share->layout)));
   if (!is_host_accessible(v.device().type))
     detail::fail(ErrorCode::device_unavailable,
                  "A tensor on " + to_string(v.device()) +
                      " cannot be pickled: its memory is not available to the host, and dlbridge "
                      "never moves data between devices silently.",
-                 "Copy it to the host first: pickle.dumps(t.copy(device='cpu')).");
-  // Pickle names a reconstructor by module and name, which a function of
-  // the extension lacks: dlbridge._pickle forwards to the ones below.
+                 v.device().type == abi::kDLCUDA
+                     ? "Share it with processes on this machine (pickle t.share_memory()), or copy "
+                       "it to the host: pickle.dumps(t.copy(device='cpu'))."
+                     : "Copy it to the host first: pickle.dumps(t.copy(device='cpu')).");
   nb::module_ reconstructors = nb::module_::import_("dlbridge._pickle");
   if (std::shared_ptr<SharedSegment> segment = find_shared_segment(v)) {
     BufferLayout layout = buffer_layout_of(v, ByteExtent{});
@@ -234,6 +247,9 @@ void bind_pickling(nb::module_& m) {
   m.def("_rebuild_shared_tensor", &rebuild_shared_tensor, nb::arg("name"), nb::arg("ticket"),
         nb::arg("layout"),
         "Rebuilds a pickled shared-memory dlbridge.Tensor (used by pickle).");
+  m.def("_rebuild_cuda_tensor", &rebuild_cuda_tensor, nb::arg("name"), nb::arg("ticket"),
+        nb::arg("layout"),
+        "Rebuilds a pickled CUDA dlbridge.Tensor shared through CUDA IPC (used by pickle).");
   auto cls = nb::borrow<nb::class_<Tensor>>(nb::handle(reinterpret_cast<PyObject*>(tensor_type())));
   cls.def("__reduce_ex__", &reduce_ex, nb::arg("protocol"),
           nb::sig("def __reduce_ex__(self, protocol: int) -> tuple[object, tuple[object, ...]]"),

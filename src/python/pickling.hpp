@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,5 +28,37 @@ std::shared_ptr<SharedSegment> find_shared_segment(const TensorView& v);
 Tensor empty_shared(const std::vector<int64_t>& shape, DType dtype, Device device);
 // A tensor over a segment that a pickle named; redeems the pickle's ticket.
 Tensor open_shared_tensor(const std::string& name, uint64_t ticket, const BufferLayout& layout);
+// Registers the exit-time release of shared memory in this process (once).
+void prepare_process();
+// A new segment registered with multiprocessing's resource tracker.
+std::shared_ptr<SharedSegment> create_tracked_segment(int64_t bytes);
+// Holds one reference of this process to a segment: released (and the
+// tracker told, when that unlinked the name) when the holder dies.
+std::shared_ptr<void> hold_segment(std::shared_ptr<SharedSegment> segment);
+
+// --- cuda_ipc.cpp: CUDA device memory shared with other processes
+// t.share_memory() for a kDLCUDA tensor: itself when it is shared already,
+// else a device copy in an allocation exported for CUDA IPC.
+nb::object share_device_memory(nb::handle self);
+// dlbridge.empty(..., device="cuda:N", shared=True).
+Tensor empty_shared_device(const std::vector<int64_t>& shape, DType dtype, Device device);
+// The segment that counts the openers of the exported allocation of this
+// process that v lies in, or NULL.
+std::shared_ptr<SharedSegment> device_share_segment(const TensorView& v);
+// What a pickle of a tensor in an exported allocation carries: the
+// segment's name, a ticket, and the layout with byte_offset counted from
+// the allocation's base. The exporter's work on it so far is recorded for
+// the receiver to wait on. nullopt when v is in no exported allocation.
+struct DeviceShareTicket {
+  std::string name;
+  uint64_t ticket;
+  BufferLayout layout;
+};
+std::optional<DeviceShareTicket> device_share_ticket(const TensorView& v);
+// The receiving end: a tensor over the memory a pickle's segment names.
+Tensor open_device_share(const std::string& name, uint64_t ticket, const BufferLayout& layout);
+// At exit: closes what this process opened and waits (a bounded time) for
+// other processes to close what it exported.
+void release_device_shares();
 
 }  // namespace dlbridge::python

@@ -72,6 +72,8 @@ struct SegmentOwner {
   }
 };
 
+}  // namespace
+
 // Registers the exit-time release once per process (a forked child
 // inherits the flag but not the finaliser, so the pid is what counts).
 void prepare_process() {
@@ -84,6 +86,24 @@ void prepare_process() {
   prepared_for = ::getpid();
 }
 
+std::shared_ptr<void> hold_segment(std::shared_ptr<SharedSegment> segment) {
+  auto owner = std::make_shared<SegmentOwner>();
+  owner->segment = std::move(segment);
+  return owner;
+}
+
+std::shared_ptr<SharedSegment> create_tracked_segment(int64_t bytes) {
+  prepare_process();
+  std::shared_ptr<SharedSegment> segment = SharedSegment::create(bytes);
+  const auto tag = tracker_tag(true);
+  nb::module_::import_("multiprocessing.resource_tracker")
+      .attr("register")(segment->name(), "shared_memory");
+  segment->set_cleanup_tag(tag.first, tag.second);
+  return segment;
+}
+
+namespace {
+
 Tensor tensor_in_segment(std::shared_ptr<SharedSegment> segment, const TensorView& view) {
   SharedSegmentRegistry::instance().add(segment);
   auto owner = std::make_shared<SegmentOwner>();
@@ -94,7 +114,6 @@ Tensor tensor_in_segment(std::shared_ptr<SharedSegment> segment, const TensorVie
 
 // A new compact host tensor in a new segment, zero-filled; flags as given.
 Tensor allocate_shared(DType dtype, const std::vector<int64_t>& shape, uint64_t flags) {
-  prepare_process();
   // The core computes the size and validates dtype and shape, as for empty().
   BufferLayout layout;
   layout.dtype = dtype;
@@ -116,11 +135,7 @@ Tensor allocate_shared(DType dtype, const std::vector<int64_t>& shape, uint64_t 
   if (!bytes)
     detail::fail(ErrorCode::invalid_argument,
                  "The requested tensor is larger than the address space.");
-  std::shared_ptr<SharedSegment> segment = SharedSegment::create(*bytes);
-  const std::string name = segment->name();
-  const auto tag = tracker_tag(true);
-  nb::module_::import_("multiprocessing.resource_tracker").attr("register")(name, "shared_memory");
-  segment->set_cleanup_tag(tag.first, tag.second);
+  std::shared_ptr<SharedSegment> segment = create_tracked_segment(*bytes);
   TensorView view = view_in_buffer(segment->data(), segment->data_bytes(), layout);
   return tensor_in_segment(std::move(segment), view);
 }
@@ -128,11 +143,11 @@ Tensor allocate_shared(DType dtype, const std::vector<int64_t>& shape, uint64_t 
 nb::object share_memory(nb::handle self) {
   const Tensor& t = *as_tensor(self);
   const TensorView& v = t.view();
+  if (v.device().type == abi::kDLCUDA) return share_device_memory(self);
   if (!is_host_accessible(v.device().type))
     detail::fail(ErrorCode::device_unavailable,
-                 "share_memory() places tensors in host shared memory; this one is on " +
-                     to_string(v.device()) + ", and sharing device memory between processes "
-                     "is not available (no CUDA IPC yet).",
+                 "share_memory() shares host memory and CUDA device memory; this tensor is on " +
+                     to_string(v.device()) + ", which no process-sharing mechanism serves.",
                  "Share a host copy: t.copy(device='cpu').share_memory().");
   if (find_shared_segment(v)) return nb::borrow(self);
   const uint64_t padded = v.flags() & DLBRIDGE_FLAG_IS_SUBBYTE_TYPE_PADDED;
@@ -149,6 +164,7 @@ nb::object share_memory(nb::handle self) {
 
 // At exit: every reference this process still holds goes back.
 void release_shared_memory() {
+  release_device_shares();
   for (const auto& segment : SharedSegmentRegistry::instance().release_all())
     forget_unlinked(*segment);
 }
@@ -162,11 +178,12 @@ std::shared_ptr<SharedSegment> find_shared_segment(const TensorView& v) {
 }
 
 Tensor empty_shared(const std::vector<int64_t>& shape, DType dtype, Device device) {
+  if (device.type == abi::kDLCUDA) return empty_shared_device(shape, dtype, device);
   if (device != Device{})
     detail::fail(ErrorCode::device_unavailable,
-                 "shared=True places tensors in host shared memory, not on " + to_string(device) +
-                     "; sharing device memory between processes is not available (no CUDA IPC yet).",
-                 "Pass device='cpu' with shared=True.");
+                 "shared=True places tensors in host shared memory or CUDA device memory, not on " +
+                     to_string(device) + ".",
+                 "Pass device='cpu' or device='cuda:N' with shared=True.");
   return allocate_shared(dtype, shape, 0);
 }
 
@@ -190,18 +207,24 @@ void bind_shared_memory(nb::module_& m) {
           "This tensor if it already lives in shared memory, else a copy in a new POSIX "
           "shared-memory segment (compact, same flags). Pickles of it carry the segment's "
           "name, so other processes on this machine map the same pages.")
-      .def_prop_ro("is_shared", [](const Tensor& t) { return find_shared_segment(t.view()) != nullptr; },
-                   "True when the tensor's memory is a shared-memory segment that pickles "
-                   "pass by name.");
+      .def_prop_ro("is_shared",
+                   [](const Tensor& t) {
+                     return find_shared_segment(t.view()) != nullptr ||
+                            device_share_segment(t.view()) != nullptr;
+                   },
+                   "True when the tensor's memory is a shared-memory segment, or CUDA memory "
+                   "exported for other processes, that pickles pass by name.");
   m.def("_release_shared_memory", &release_shared_memory,
         "Gives back every shared-memory reference this process holds (run at exit).");
   m.def("_shared_memory_info",
         [](const Tensor& t) -> nb::object {
           std::shared_ptr<SharedSegment> segment = find_shared_segment(t.view());
+          if (!segment) segment = device_share_segment(t.view());
           if (!segment) return nb::none();
           return nb::make_tuple(segment->name(), segment->references());
         },
-        "(segment name, reference count) of a shared tensor, else None; for tests.");
+        "(segment name, reference count) of a shared tensor (for CUDA memory: of the segment "
+        "that counts its openers), else None; for tests.");
 }
 
 }  // namespace dlbridge::python

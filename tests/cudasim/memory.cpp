@@ -2,9 +2,13 @@
 // one for pinned host memory and one for managed memory, each handing out
 // blocks first-fit. The regions are ordinary host memory (the simulator's
 // "device" is the CPU), but an address tells which kind and device it is,
-// as unified addressing does on a real GPU.
+// as unified addressing does on a real GPU. A device's region is a memfd
+// mapped shared, so that another process can map an exported allocation's
+// very pages (ipc.cpp), as cudaIpcOpenMemHandle does.
 #include <sys/mman.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 
 #include "cudasim.h"
@@ -20,9 +24,17 @@ constexpr size_t block_alignment = 256;  // what cudaMalloc guarantees
 
 class Arena {
  public:
-  explicit Arena(size_t capacity) : capacity_(capacity) {
-    void* p = mmap(nullptr, capacity, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  // shared: backed by a memfd that other processes may map.
+  Arena(size_t capacity, bool shared) : capacity_(capacity) {
+    void* p = MAP_FAILED;
+    if (shared) {
+      fd_ = memfd_create("cudasim-device", MFD_CLOEXEC);
+      if (fd_ >= 0 && ftruncate(fd_, off_t(capacity)) == 0)
+        p = mmap(nullptr, capacity, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd_, 0);
+    } else {
+      p = mmap(nullptr, capacity, PROT_READ | PROT_WRITE,
+               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    }
     base_ = p == MAP_FAILED ? nullptr : static_cast<char*>(p);
   }
 
@@ -41,7 +53,7 @@ class Arena {
       start = offset + block.reserved;
     }
     if (capacity_ - start < size) return nullptr;
-    blocks_[start] = Block{bytes, size, device};
+    blocks_[start] = Block{bytes, size, device, next_id_.fetch_add(1) + 1};
     std::memset(base_ + start, fresh_fill, bytes);
     return base_ + start;
   }
@@ -51,7 +63,16 @@ class Arena {
     auto it = blocks_.find(size_t(static_cast<const char*>(p) - base_));
     if (it == blocks_.end()) return false;
     std::memset(base_ + it->first, static_cast<unsigned char>(~fresh_fill), it->second.bytes);
+    forget_exports(it->second.id);
     blocks_.erase(it);
+    return true;
+  }
+
+  bool allocation(const void* p, Allocation* out) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = blocks_.find(size_t(static_cast<const char*>(p) - base_));
+    if (it == blocks_.end()) return false;
+    *out = Allocation{it->second.device, fd_, it->first, it->second.bytes, it->second.id};
     return true;
   }
 
@@ -73,7 +94,10 @@ class Arena {
     size_t bytes;     // what was asked for
     size_t reserved;  // rounded up to the alignment
     int device;
+    uint64_t id;
   };
+  static inline std::atomic<uint64_t> next_id_{0};
+  int fd_ = -1;
   char* base_ = nullptr;
   size_t capacity_;
   mutable std::mutex mutex_;
@@ -82,11 +106,15 @@ class Arena {
 
 struct Regions {
   std::vector<std::unique_ptr<Arena>> devices;
-  Arena pinned{size_t(256) << 20};
-  Arena managed{size_t(256) << 20};
+  Arena pinned{size_t(256) << 20, false};
+  Arena managed{size_t(256) << 20, false};
+  // Mappings of other processes' exports: base -> (bytes, device).
+  std::mutex imports_mutex;
+  std::map<const char*, std::pair<size_t, int>> imports;
 
   Regions() {
-    for (int d = 0; d < device_count(); ++d) devices.push_back(std::make_unique<Arena>(device_bytes()));
+    for (int d = 0; d < device_count(); ++d)
+      devices.push_back(std::make_unique<Arena>(device_bytes(), true));
   }
 
   Arena* arena(Place place, int device) {
@@ -121,7 +149,37 @@ Where locate(const void* p, size_t bytes) {
     if (r.devices[d]->owns(p)) return check(*r.devices[d], Place::device, int(d));
   if (r.pinned.owns(p)) return check(r.pinned, Place::pinned, -1);
   if (r.managed.owns(p)) return check(r.managed, Place::managed, -1);
+  {
+    // An import is device memory; a range must lie inside one mapping.
+    const auto* c = static_cast<const char*>(p);
+    std::lock_guard<std::mutex> lock(r.imports_mutex);
+    auto it = r.imports.upper_bound(c);
+    if (it != r.imports.begin()) {
+      --it;
+      const size_t offset = size_t(c - it->first);
+      if (offset < it->second.first)
+        return Where{Place::device, it->second.second, bytes <= it->second.first - offset};
+    }
+  }
   return Where{};
+}
+
+bool device_allocation(const void* p, Allocation* out) {
+  for (auto& arena : regions().devices)
+    if (arena->owns(p)) return arena->allocation(p, out);
+  return false;
+}
+
+void add_import(const void* base, size_t bytes, int device) {
+  Regions& r = regions();
+  std::lock_guard<std::mutex> lock(r.imports_mutex);
+  r.imports[static_cast<const char*>(base)] = {bytes, device};
+}
+
+void forget_import(const void* base) {
+  Regions& r = regions();
+  std::lock_guard<std::mutex> lock(r.imports_mutex);
+  r.imports.erase(static_cast<const char*>(base));
 }
 
 void* allocate(Place place, int device, size_t bytes) {

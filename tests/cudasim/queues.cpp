@@ -197,9 +197,11 @@ void drain(int device) {
   for (const Mark& m : marks) wait(m);
 }
 
-cudaEvent_t create_event() {
+cudaEvent_t create_event(EventSlot* ipc, bool remote) {
   Scheduler& s = scheduler();
   auto* event = new Event();
+  event->ipc = ipc;
+  event->remote = remote;
   auto handle = reinterpret_cast<cudaEvent_t>(event);
   std::lock_guard<std::mutex> lock(s.mutex);
   s.events.insert(handle);

@@ -13,20 +13,6 @@ namespace {
 thread_local cudaError_t last_error = cudaSuccess;
 thread_local int current = 0;
 
-cudaError_t answer(cudaError_t error) {
-  // cudaErrorNotReady is a status, not a failure: it is not recorded.
-  if (error != cudaSuccess && error != cudaErrorNotReady) last_error = error;
-  return error;
-}
-
-// What every entry point checks first: the driver, the devices, then a
-// fault a test asked for. cudaSuccess to go on.
-cudaError_t enter(const char* function) {
-  if (insufficient_driver()) return cudaErrorInsufficientDriver;
-  if (device_count() == 0) return cudaErrorNoDevice;
-  return injected(function);
-}
-
 const char* direction(Place dst, Place src) {
   const bool to_device = dst == Place::device;
   const bool from_device = src == Place::device;
@@ -99,6 +85,18 @@ cudaError_t free_from(const char* function, void* ptr, Place place, Place also) 
 }  // namespace
 
 int current_device() { return current; }
+
+cudaError_t answer(cudaError_t error) {
+  // cudaErrorNotReady is a status, not a failure: it is not recorded.
+  if (error != cudaSuccess && error != cudaErrorNotReady) last_error = error;
+  return error;
+}
+
+cudaError_t enter(const char* function) {
+  if (insufficient_driver()) return cudaErrorInsufficientDriver;
+  if (device_count() == 0) return cudaErrorNoDevice;
+  return injected(function);
+}
 
 }  // namespace cudasim
 
@@ -209,21 +207,32 @@ cudaError_t cudaDeviceSynchronize(void) {
 
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags) {
   if (cudaError_t e = enter("cudaEventCreateWithFlags")) return answer(e);
-  // cudaEventBlockingSync (1), cudaEventDisableTiming (2), cudaEventInterprocess (4)
+  // cudaEventBlockingSync (1), cudaEventDisableTiming (2), cudaEventInterprocess (4);
+  // an interprocess event must not time (the documentation requires both).
   if (event == nullptr || (flags & ~7u) != 0) return answer(cudaErrorInvalidValue);
-  *event = create_event();
+  if ((flags & cudaEventInterprocess) && !(flags & cudaEventDisableTiming))
+    return answer(cudaErrorInvalidValue);
+  EventSlot* slot = nullptr;
+  if (flags & cudaEventInterprocess) {
+    slot = claim_event_slot();
+    if (slot == nullptr) return answer(cudaErrorMemoryAllocation);
+  }
+  *event = create_event(slot);
   return cudaSuccess;
 }
 
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   if (cudaError_t e = enter("cudaEventRecord")) return answer(e);
   QueuePtr queue = resolve(stream);
-  Event ignored;
-  if (!queue || !read_event(event, &ignored)) return answer(cudaErrorInvalidResourceHandle);
+  Event state;
+  if (!queue || !read_event(event, &state)) return answer(cudaErrorInvalidResourceHandle);
   count("event_record");
   // The event's position is a marker in the queue, so that on the legacy
-  // stream it also follows the blocking streams' earlier work.
-  record_event(event, enqueue(queue, {}, 0));
+  // stream it also follows the blocking streams' earlier work. An
+  // interprocess event's marker also tells the other processes.
+  std::function<void()> mark_done;
+  if (state.ipc) mark_done = ipc_record(state.ipc);
+  record_event(event, enqueue(queue, std::move(mark_done), 0));
   return cudaSuccess;
 }
 
@@ -231,6 +240,7 @@ cudaError_t cudaEventQuery(cudaEvent_t event) {
   if (cudaError_t e = enter("cudaEventQuery")) return answer(e);
   Event state;
   if (!read_event(event, &state)) return answer(cudaErrorInvalidResourceHandle);
+  if (state.remote) return ipc_done(state.ipc, ipc_target(state.ipc)) ? cudaSuccess : answer(cudaErrorNotReady);
   // An event never recorded stands for no work: complete.
   return !state.recorded || is_done(state.mark) ? cudaSuccess : answer(cudaErrorNotReady);
 }
@@ -239,12 +249,16 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   if (cudaError_t e = enter("cudaEventSynchronize")) return answer(e);
   Event state;
   if (!read_event(event, &state)) return answer(cudaErrorInvalidResourceHandle);
-  if (state.recorded) wait(state.mark);
+  if (state.remote) ipc_wait(state.ipc, ipc_target(state.ipc));
+  else if (state.recorded) wait(state.mark);
   return cudaSuccess;
 }
 
 cudaError_t cudaEventDestroy(cudaEvent_t event) {
   if (cudaError_t e = enter("cudaEventDestroy")) return answer(e);
+  Event state;
+  if (!read_event(event, &state)) return answer(cudaErrorInvalidResourceHandle);
+  if (state.ipc && !state.remote) free_event_slot(state.ipc);
   return destroy_event(event) ? cudaSuccess : answer(cudaErrorInvalidResourceHandle);
 }
 
@@ -256,7 +270,15 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
   // cudaEventWaitDefault (0) or cudaEventWaitExternal (1).
   if (flags > 1) return answer(cudaErrorInvalidValue);
   count("stream_wait");
-  if (!state.recorded || ignore_stream_waits()) return cudaSuccess;
+  if (ignore_stream_waits()) return cudaSuccess;
+  if (state.remote) {
+    // The exporter's records, as they stand now, are what the stream waits for.
+    const uint64_t target = ipc_target(state.ipc);
+    EventSlot* slot = state.ipc;
+    if (!ipc_done(slot, target)) enqueue(queue, [slot, target] { ipc_wait(slot, target); }, 0);
+    return cudaSuccess;
+  }
+  if (!state.recorded) return cudaSuccess;
   enqueue(queue, {}, 0, {state.mark});
   return cudaSuccess;
 }
@@ -304,6 +326,8 @@ const char* cudaGetErrorString(cudaError_t error) {
       return "CUDA driver version is insufficient for CUDA runtime version";
     case cudaErrorNoDevice: return "no CUDA-capable device is detected";
     case cudaErrorInvalidDevice: return "invalid device ordinal";
+    case cudaErrorDeviceUninitialized: return "invalid device context";
+    case cudaErrorMapBufferObjectFailed: return "mapping of buffer object failed";
     case cudaErrorInvalidResourceHandle: return "invalid resource handle";
     case cudaErrorNotReady: return "device not ready";
     default: return "unrecognized error code";

@@ -50,6 +50,50 @@ void* allocate(Place place, int device, size_t bytes);
 // false when p is not the start of a live allocation of that place.
 bool release(Place place, const void* p);
 
+// A live device allocation, as IPC exports it: the file behind its device's
+// region (a memfd, so another process can map the same pages through
+// /proc/<pid>/fd), where in that file it starts, and an id that no other
+// allocation of this process ever has (a new one at a freed address gets a
+// new id, so an old handle does not open it).
+struct Allocation {
+  int device = -1;
+  int fd = -1;
+  size_t offset = 0;
+  size_t bytes = 0;
+  uint64_t id = 0;
+};
+// false when p is not the start of a live device allocation.
+bool device_allocation(const void* p, Allocation* out);
+// Memory another process exported, mapped here: it counts as device memory
+// of `device` (for locate) until forgotten.
+void add_import(const void* base, size_t bytes, int device);
+void forget_import(const void* base);
+
+// ---- IPC (ipc.cpp) ----------------------------------------------------------
+
+// One interprocess event's progress, in memory that the exporting process
+// and every process that opened the event map: `recorded` counts records,
+// `completed` is the highest record whose position its stream has passed.
+struct EventSlot {
+  uint64_t serial;     // which event holds the slot; 0: free
+  uint64_t recorded;   // atomic
+  uint64_t completed;  // atomic
+};
+// A free slot of this process's table for a new interprocess event; NULL
+// when all are taken.
+EventSlot* claim_event_slot();
+void free_event_slot(EventSlot* slot);
+// A freed allocation's exports stop opening.
+void forget_exports(uint64_t allocation_id);
+// A record of an interprocess event: counts it now, and returns the work
+// that marks it complete when its stream gets there.
+std::function<void()> ipc_record(EventSlot* slot);
+// The last record counted so far; whether the records up to `target` are
+// complete; blocks until they are.
+uint64_t ipc_target(const EventSlot* slot);
+bool ipc_done(const EventSlot* slot, uint64_t target);
+void ipc_wait(const EventSlot* slot, uint64_t target);
+
 // ---- queues (queues.cpp) ---------------------------------------------------
 
 struct Queue;
@@ -64,6 +108,11 @@ struct Mark {
 struct Event {
   bool recorded = false;
   Mark mark;
+  // Interprocess events (cudaEventInterprocess) also count their records in
+  // a shared slot; an event opened from another process's handle has only
+  // that slot (remote), and waits by watching it.
+  EventSlot* ipc = nullptr;
+  bool remote = false;
 };
 
 // The queue a handle names for the calling thread: NULL/1 the current
@@ -87,7 +136,7 @@ bool is_done(const Mark& mark);
 // every device) is done.
 void drain(int device);
 
-cudaEvent_t create_event();
+cudaEvent_t create_event(EventSlot* ipc = nullptr, bool remote = false);
 // false when the handle is unknown.
 bool read_event(cudaEvent_t handle, Event* out);
 bool record_event(cudaEvent_t handle, const Mark& mark);
@@ -96,5 +145,10 @@ bool destroy_event(cudaEvent_t handle);
 // ---- the calling thread's runtime state (runtime.cpp) -----------------------
 
 int current_device();
+// Records a failure for cudaGetLastError and returns it.
+cudaError_t answer(cudaError_t error);
+// What every entry point checks first: the driver, the devices, then a
+// fault a test asked for. cudaSuccess to go on.
+cudaError_t enter(const char* function);
 
 }  // namespace cudasim

@@ -37,6 +37,7 @@ class Sim:
             "cudasim_fail_next": [ctypes.c_char_p, c_int, c_int],
             "cudasim_set_ignore_stream_waits": [c_int], "cudasim_count": [ctypes.c_char_p],
             "cudasim_reset_counts": [], "cudasim_fresh_byte": [],
+            "cudaPointerGetAttributes": [vp, vp], "cudaGetLastError": [],
         }.items():
             fn = getattr(lib, name)
             fn.argtypes = args
@@ -90,6 +91,15 @@ class Sim:
     def peek(self, p: int, nbytes: int) -> bytes:
         """The bytes at p now, without waiting for any stream."""
         return ctypes.string_at(p, nbytes)
+
+    def is_device_memory(self, p: int) -> bool:
+        """Whether p lies in a live device allocation (or an opened import)."""
+        attributes = ctypes.create_string_buffer(128)
+        status = self.lib.cudaPointerGetAttributes(attributes, p)
+        if status != SUCCESS:
+            self.lib.cudaGetLastError()
+            return False
+        return int.from_bytes(attributes.raw[:4], "little") == 2  # cudaMemoryTypeDevice
 
     def count(self, what: str) -> int:
         return self.lib.cudasim_count(what.encode())

@@ -49,6 +49,18 @@ struct pointer_attributes {
   unsigned char reserved[64];
 };
 
+// cudaIpcMemHandle_t and cudaIpcEventHandle_t: CUDA_IPC_HANDLE_SIZE (64)
+// opaque bytes, passed by value.
+inline constexpr size_t ipc_handle_size = 64;
+struct ipc_mem_handle {
+  char reserved[ipc_handle_size];
+};
+struct ipc_event_handle {
+  char reserved[ipc_handle_size];
+};
+inline constexpr unsigned ipc_mem_lazy_enable_peer_access = 1;  // cudaIpcMemLazyEnablePeerAccess
+inline constexpr unsigned event_interprocess = 4;                // cudaEventInterprocess
+
 struct Runtime {
   std::string path;  // the file that was loaded, for messages
   cuda_error (*get_device_count)(int*) = nullptr;
@@ -70,6 +82,13 @@ struct Runtime {
   cuda_error (*pointer_get_attributes)(pointer_attributes*, const void*) = nullptr;
   const char* (*get_error_string)(cuda_error) = nullptr;
   cuda_error (*get_last_error)() = nullptr;
+  // Interprocess handles (cuda_ipc.hpp). Optional: a runtime without them
+  // still loads, and only sharing device memory between processes fails.
+  cuda_error (*ipc_get_mem_handle)(ipc_mem_handle*, void*) = nullptr;
+  cuda_error (*ipc_open_mem_handle)(void**, ipc_mem_handle, unsigned) = nullptr;
+  cuda_error (*ipc_close_mem_handle)(void*) = nullptr;
+  cuda_error (*ipc_get_event_handle)(ipc_event_handle*, cuda_event) = nullptr;
+  cuda_error (*ipc_open_event_handle)(cuda_event*, ipc_event_handle) = nullptr;
 
   std::string error_text(cuda_error code) const {
     const char* text = get_error_string ? get_error_string(code) : nullptr;
@@ -235,6 +254,14 @@ class RuntimeLoader {
     ok &= bind(library, "cudaPointerGetAttributes", rt.pointer_get_attributes, missing);
     ok &= bind(library, "cudaGetErrorString", rt.get_error_string, missing);
     ok &= bind(library, "cudaGetLastError", rt.get_last_error, missing);
+    if (ok) {
+      std::string optional;  // absent IPC entry points are not a reason to pass over a runtime
+      bind(library, "cudaIpcGetMemHandle", rt.ipc_get_mem_handle, optional);
+      bind(library, "cudaIpcOpenMemHandle", rt.ipc_open_mem_handle, optional);
+      bind(library, "cudaIpcCloseMemHandle", rt.ipc_close_mem_handle, optional);
+      bind(library, "cudaIpcGetEventHandle", rt.ipc_get_event_handle, optional);
+      bind(library, "cudaIpcOpenEventHandle", rt.ipc_open_event_handle, optional);
+    }
     return ok;
   }
 

@@ -1,0 +1,163 @@
+// CUDA memory shared between processes (CUDA IPC), through the runtime that
+// cuda_runtime.hpp loads: a 64-byte handle for an allocation's base that
+// another process opens as a pointer to the same device memory, and an
+// interprocess event that lets the opener's stream wait for the exporter's
+// work on it. What the handles may and may not do is the CUDA runtime's:
+// - a memory handle names the *base* of a cudaMalloc allocation (pointers
+//   inside it travel as base + offset);
+// - a handle opens only in another process; opening it again in the same
+//   process returns the same pointer and counts, and each open is closed
+//   with close_memory;
+// - the exporter must not free the allocation, nor exit, while another
+//   process has it open (dlbridge's Python layer counts the openers in a
+//   shared-memory segment for that: src/python/cuda_ipc.cpp).
+// Every failure is a coded dlbridge::Error carrying the runtime's words.
+#pragma once
+
+#include <string>
+
+#include "../error.hpp"
+#include "cuda_runtime.hpp"
+#include "stream.hpp"
+
+namespace dlbridge::backend::cuda_ipc {
+
+namespace detail {
+
+inline const cuda::Runtime& runtime(cuda::RuntimeLoader& loader) {
+  std::string why;
+  const cuda::Runtime* rt = loader.get(&why);
+  if (rt == nullptr)
+    dlbridge::detail::fail(ErrorCode::device_unavailable, "CUDA is not available: " + why);
+  if (!rt->ipc_get_mem_handle || !rt->ipc_open_mem_handle || !rt->ipc_close_mem_handle ||
+      !rt->ipc_get_event_handle || !rt->ipc_open_event_handle)
+    dlbridge::detail::fail(ErrorCode::device_unavailable,
+                           "The CUDA runtime " + rt->path +
+                               " has no interprocess (cudaIpc*) entry points.",
+                           "Share a host copy instead: t.copy(device='cpu').share_memory().");
+  return *rt;
+}
+
+inline void check(const cuda::Runtime& rt, cuda::cuda_error status, const std::string& what,
+                  const std::string& hint = {}) {
+  if (status == cuda::success) return;
+  rt.get_last_error();
+  dlbridge::detail::fail(ErrorCode::device_unavailable,
+                         "The CUDA runtime failed " + what + ": " + rt.error_text(status) + ".",
+                         hint.empty() ? "Check the device with nvidia-smi." : hint);
+}
+
+// `device` is current for the guard's life; the caller's device comes back.
+class Current {
+ public:
+  Current(const cuda::Runtime& rt, int device) : rt_(rt) {
+    check(rt, rt.get_device(&previous_), "querying the current device");
+    if (previous_ != device) {
+      check(rt, rt.set_device(device), "selecting device " + std::to_string(device));
+      switched_ = true;
+    }
+  }
+  ~Current() {
+    if (switched_) rt_.set_device(previous_);
+  }
+  Current(const Current&) = delete;
+  Current& operator=(const Current&) = delete;
+
+ private:
+  const cuda::Runtime& rt_;
+  int previous_ = 0;
+  bool switched_ = false;
+};
+
+inline cuda::cuda_stream legacy() { return reinterpret_cast<cuda::cuda_stream>(cuda_legacy_stream); }
+
+}  // namespace detail
+
+// A handle for the allocation that starts at `base` on `device`.
+inline cuda::ipc_mem_handle export_memory(int device, void* base,
+                                          cuda::RuntimeLoader& loader = cuda::default_loader()) {
+  const cuda::Runtime& rt = detail::runtime(loader);
+  detail::Current current(rt, device);
+  cuda::ipc_mem_handle handle{};
+  detail::check(rt, rt.ipc_get_mem_handle(&handle, base),
+                "exporting device memory for another process (cudaIpcGetMemHandle)");
+  return handle;
+}
+
+// The exporter's memory, mapped into this process on `device`.
+inline void* open_memory(int device, const cuda::ipc_mem_handle& handle,
+                         cuda::RuntimeLoader& loader = cuda::default_loader()) {
+  const cuda::Runtime& rt = detail::runtime(loader);
+  detail::Current current(rt, device);
+  void* p = nullptr;
+  detail::check(rt, rt.ipc_open_mem_handle(&p, handle, cuda::ipc_mem_lazy_enable_peer_access),
+                "opening device memory another process shared (cudaIpcOpenMemHandle)",
+                "The process that shared it must still be running and hold the tensor; CUDA "
+                "memory opens only in another process on the same machine.");
+  return p;
+}
+
+// Undoes one open_memory. Errors are cleared: nothing is left to recover.
+inline void close_memory(int device, void* p,
+                         cuda::RuntimeLoader& loader = cuda::default_loader()) noexcept {
+  const cuda::Runtime* rt = loader.get();
+  if (rt == nullptr || rt->ipc_close_mem_handle == nullptr || p == nullptr) return;
+  int previous = 0;
+  const bool switched = rt->get_device(&previous) == cuda::success && previous != device &&
+                        rt->set_device(device) == cuda::success;
+  rt->ipc_close_mem_handle(p);
+  if (switched) rt->set_device(previous);
+  rt->get_last_error();
+}
+
+// An event that other processes can open (interprocess, without timing).
+inline cuda::cuda_event create_event(int device,
+                                     cuda::RuntimeLoader& loader = cuda::default_loader()) {
+  const cuda::Runtime& rt = detail::runtime(loader);
+  detail::Current current(rt, device);
+  cuda::cuda_event event = nullptr;
+  detail::check(rt,
+                rt.event_create_with_flags(&event, cuda::event_interprocess |
+                                                       cuda::event_disable_timing),
+                "creating an interprocess event");
+  return event;
+}
+
+inline void destroy_event(cuda::cuda_event event,
+                          cuda::RuntimeLoader& loader = cuda::default_loader()) noexcept {
+  const cuda::Runtime* rt = loader.get();
+  if (rt == nullptr || event == nullptr) return;
+  rt->event_destroy(event);
+  rt->get_last_error();
+}
+
+// Marks the point, on `device`'s legacy default stream (where dlbridge's
+// device data is ready), that an opener must wait for; returns the handle
+// that carries it.
+inline cuda::ipc_event_handle record_event(int device, cuda::cuda_event event,
+                                           cuda::RuntimeLoader& loader = cuda::default_loader()) {
+  const cuda::Runtime& rt = detail::runtime(loader);
+  detail::Current current(rt, device);
+  detail::check(rt, rt.event_record(event, detail::legacy()), "recording an interprocess event");
+  cuda::ipc_event_handle handle{};
+  detail::check(rt, rt.ipc_get_event_handle(&handle, event),
+                "exporting an event for another process (cudaIpcGetEventHandle)");
+  return handle;
+}
+
+// Orders this process's legacy default stream on `device` after the
+// exporter's recorded work, without blocking the host.
+inline void wait_for_event(int device, const cuda::ipc_event_handle& handle,
+                           cuda::RuntimeLoader& loader = cuda::default_loader()) {
+  const cuda::Runtime& rt = detail::runtime(loader);
+  detail::Current current(rt, device);
+  cuda::cuda_event event = nullptr;
+  detail::check(rt, rt.ipc_open_event_handle(&event, handle),
+                "opening an event another process shared (cudaIpcOpenEventHandle)",
+                "The process that shared the tensor must still be running.");
+  const cuda::cuda_error status = rt.stream_wait_event(detail::legacy(), event, 0);
+  rt.event_destroy(event);  // the wait keeps what it needs
+  detail::check(rt, status, "ordering this process's stream after the sharing process's");
+}
+
+}  // namespace dlbridge::backend::cuda_ipc
