@@ -53,6 +53,22 @@ template <>
 struct ours<cudaPointerAttributes*> {
   using type = cu::pointer_attributes*;
 };
+template <>
+struct ours<cudaIpcMemHandle_t> {
+  using type = cu::ipc_mem_handle;
+};
+template <>
+struct ours<cudaIpcMemHandle_t*> {
+  using type = cu::ipc_mem_handle*;
+};
+template <>
+struct ours<cudaIpcEventHandle_t> {
+  using type = cu::ipc_event_handle;
+};
+template <>
+struct ours<cudaIpcEventHandle_t*> {
+  using type = cu::ipc_event_handle*;
+};
 template <typename R, typename... A>
 struct ours<R (*)(A...)> {
   using type = typename ours<R>::type (*)(typename ours<A>::type...);
@@ -86,6 +102,11 @@ DLBRIDGE_SAME_TYPE(event_destroy, &cudaEventDestroy);
 DLBRIDGE_SAME_TYPE(pointer_get_attributes, &cudaPointerGetAttributes);
 DLBRIDGE_SAME_TYPE(get_error_string, &cudaGetErrorString);
 DLBRIDGE_SAME_TYPE(get_last_error, &cudaGetLastError);
+DLBRIDGE_SAME_TYPE(ipc_get_mem_handle, &cudaIpcGetMemHandle);
+DLBRIDGE_SAME_TYPE(ipc_open_mem_handle, &cudaIpcOpenMemHandle);
+DLBRIDGE_SAME_TYPE(ipc_close_mem_handle, &cudaIpcCloseMemHandle);
+DLBRIDGE_SAME_TYPE(ipc_get_event_handle, &cudaIpcGetEventHandle);
+DLBRIDGE_SAME_TYPE(ipc_open_event_handle, &cudaIpcOpenEventHandle);
 
 #undef DLBRIDGE_SAME_TYPE
 
@@ -101,6 +122,14 @@ static_assert(cu::insufficient_driver == cudaErrorInsufficientDriver);
 static_assert(cu::memcpy_default == cudaMemcpyDefault);
 static_assert(cu::event_disable_timing == cudaEventDisableTiming);
 static_assert(cu::mem_attach_global == cudaMemAttachGlobal);
+static_assert(cu::event_interprocess == cudaEventInterprocess);
+static_assert(cu::ipc_mem_lazy_enable_peer_access == cudaIpcMemLazyEnablePeerAccess);
+// The handles travel by value: the same size and alignment as CUDA's.
+static_assert(cu::ipc_handle_size == CUDA_IPC_HANDLE_SIZE);
+static_assert(sizeof(cu::ipc_mem_handle) == sizeof(cudaIpcMemHandle_t));
+static_assert(alignof(cu::ipc_mem_handle) == alignof(cudaIpcMemHandle_t));
+static_assert(sizeof(cu::ipc_event_handle) == sizeof(cudaIpcEventHandle_t));
+static_assert(alignof(cu::ipc_event_handle) == alignof(cudaIpcEventHandle_t));
 static_assert(cu::memory_unregistered == cudaMemoryTypeUnregistered);
 static_assert(cu::memory_host == cudaMemoryTypeHost);
 static_assert(cu::memory_device == cudaMemoryTypeDevice);

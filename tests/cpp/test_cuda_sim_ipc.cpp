@@ -176,7 +176,7 @@ TEST(CudaSimIpc, AnotherProcessMapsTheSamePagesAfterTheExportersEvent) {
   ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
   cudaStream_t s = nullptr;
   ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
-  cudaEvent_t done = ipc::create_event(1, sim_loader());
+  auto done = static_cast<cudaEvent_t>(ipc::create_event(1, sim_loader()));
   ASSERT_EQ(cudasim_sleep_async(slow_us, s), cudaSuccess);
   ASSERT_EQ(cudaMemsetAsync(memory.data, 7, n, s), cudaSuccess);
   ASSERT_EQ(cudaEventRecord(done, s), cudaSuccess);
