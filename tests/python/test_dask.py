@@ -66,3 +66,23 @@ def test_tensors_made_on_one_worker_are_read_on_another(dask_client):
     futures = dask_client.map(block, range(4))
     moved = dask_client.map(describe, futures, workers=list(dask_client.scheduler_info()["workers"])[:1])
     assert [m[4] for m in dask_client.gather(moved)] == [20.0 * i for i in range(4)]
+
+
+# --- share_memory() tensors: their pickle names the segment, so a worker
+# on this machine maps the client's very pages instead of receiving a frame.
+
+def add_one_in_place(t):
+    np.from_dlpack(t)[...] += 1
+    return t.is_shared, t.readonly, dlbridge._core._shared_memory_info(t)[0]
+
+
+def test_a_shared_tensor_reaches_a_worker_as_the_clients_pages(dask_client):
+    t = dlbridge.empty((1000,), "float64", shared=True)
+    np.from_dlpack(t)[...] = np.arange(1000.0)
+    name = dlbridge._core._shared_memory_info(t)[0]
+    assert dask_client.submit(add_one_in_place, t, pure=False).result(timeout=120) == (True, False, name)
+    scattered = dask_client.scatter(t)
+    assert dask_client.submit(add_one_in_place, scattered, pure=False).result(timeout=120) == (
+        True, False, name)
+    np.testing.assert_array_equal(np.from_dlpack(t), np.arange(1000.0) + 2)
+    del scattered

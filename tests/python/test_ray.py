@@ -112,3 +112,41 @@ def test_strided_and_extension_dtypes_survive_a_task(ray_cluster):
         back = ray.get(ray.put(dlbridge.from_dlpack(a)))
         assert back.dtype == dlbridge.from_dlpack(a).dtype
         np.testing.assert_array_equal(dlbridge.convert(back, "numpy"), a)
+
+
+# --- share_memory() tensors: the pickle carries a segment name, not the data,
+# so a task on this machine maps the driver's very pages (writable, outside
+# the object store) instead of a read-only copy in the store.
+
+@ray.remote
+def add_one_in_place(t):
+    np.from_dlpack(t)[...] += 1
+    return {"shared": t.is_shared, "readonly": t.readonly,
+            "name": dlbridge._core._shared_memory_info(t)[0], "mapping": store_mapping(t.data_ptr)}
+
+
+def shared_arange(n: int):
+    t = dlbridge.empty((n,), "float32", shared=True)
+    np.from_dlpack(t)[...] = np.arange(n, dtype=np.float32)
+    return t
+
+
+def test_a_shared_tensor_reaches_a_task_as_the_drivers_pages(ray_cluster):
+    t = shared_arange(LARGE)
+    name = dlbridge._core._shared_memory_info(t)[0]
+    for argument in (t, ray.put(t)):
+        seen = ray.get(add_one_in_place.remote(argument), timeout=120)
+        assert seen["shared"] and not seen["readonly"]
+        assert seen["name"] == name, "the worker mapped another segment"
+        assert seen["mapping"].startswith("/dev/shm" + name), seen["mapping"]
+    # Both writes landed in the driver's memory: no copy went either way.
+    np.testing.assert_array_equal(np.from_dlpack(t), np.arange(LARGE, dtype=np.float32) + 2)
+
+
+def test_a_shared_tensor_through_the_store_is_a_view_of_the_same_pages(ray_cluster):
+    t = shared_arange(LARGE)
+    got = ray.get(ray.put(t))
+    assert got.is_shared and not in_object_store(got.data_ptr)
+    assert dlbridge._core._shared_memory_info(got)[0] == dlbridge._core._shared_memory_info(t)[0]
+    np.from_dlpack(got)[0] = -7
+    assert np.from_dlpack(t)[0] == -7
