@@ -154,3 +154,24 @@ def test_device_ids_other_than_the_current_one():
     np.testing.assert_array_equal(to_numpy(t), host())
     moved = dlbridge.from_dlpack(t, device="cuda:0")
     np.testing.assert_array_equal(to_numpy(moved), host())
+
+
+def test_cuda_ipc_between_processes():
+    """share_memory() of a device tensor: its pickle carries a name, and a
+    spawned child opens the same device memory (CUDA IPC), after the copy
+    into it that may still be queued here, and reads the values."""
+    import concurrent.futures
+    import multiprocessing
+    import pickle
+
+    import cuda_ipc_workers  # tests/python is on the path a spawned child inherits
+
+    a = host()
+    s = dlbridge.from_dlpack(a, device="cuda:0").share_memory()
+    assert s.is_shared and s.device == dlbridge.Device("cuda:0")
+    blob = pickle.dumps(s)
+    # Loaded here, too: a pickle never loaded would hold this process's exit.
+    assert len(blob) < 1024 and pickle.loads(blob).data_ptr == s.data_ptr
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        assert pool.submit(cuda_ipc_workers.read, s).result(timeout=120) == a.tolist()
+    np.testing.assert_array_equal(to_numpy(s), a)
