@@ -130,16 +130,16 @@ class Tensor:
         """A new, writable, compact host copy with one element per byte: sub-byte values padded (IS_SUBBYTE_TYPE_PADDED) and vector lanes split into a trailing axis."""
     # Pickling and sharing between processes (docs/distributed.md).
     def __reduce_ex__(self, protocol: int) -> tuple[object, tuple[object, ...]]:
-        """Pickle support: protocol 5 sends the data as one out-of-band buffer, without a copy when the tensor is dense; older protocols send one bytes copy."""
+        """Pickle support: protocol 5 sends the data as one out-of-band buffer, without a copy when the tensor is dense; older protocols send one bytes copy; a shared tensor (share_memory(), host or CUDA) sends only its segment's name."""
     def __copy__(self) -> Tensor:
         """A new Tensor object over the same memory."""
     def __deepcopy__(self, memo: object) -> Tensor:
         """A new tensor with its own copy of the data and the same flags."""
     def share_memory(self) -> Tensor:
-        """This tensor if it already lives in shared memory, else a copy in a new POSIX shared-memory segment (compact, same flags). Pickles of it carry the segment's name, so other processes on this machine map the same pages."""
+        """This tensor if it already lives in shared memory, else a copy in a new POSIX shared-memory segment (compact, same flags); for a CUDA tensor, a device copy exported with CUDA IPC. Pickles of it carry a segment's name, so other processes on this machine map the same pages (or open the same device memory)."""
     @property
     def is_shared(self) -> bool:
-        """True when the tensor's memory is a shared-memory segment that pickles pass by name."""
+        """True when the tensor's memory is a shared-memory segment, or CUDA memory exported for other processes, that pickles pass by name."""
 
 def from_dlpack(x: object, /, *, device: DeviceLike | None = None, copy: bool | None = None) -> Tensor:
     """Import x (a DLPack producer, a DLPack capsule, or any object with the buffer protocol, __array_interface__ or __cuda_array_interface__) as a dlbridge.Tensor, zero-copy whenever the request allows. copy=True never aliases; copy=False never copies."""
@@ -159,7 +159,7 @@ def to_dlpack(
     """Export any array-like object as a DLPack capsule with the DLPack producer rules."""
 
 def empty(shape: SupportsIndex | tuple[int, ...] | list[int], dtype: DTypeLike = "float32", device: DeviceLike = "cpu", *, shared: bool = False) -> Tensor:
-    """A new, writable, compact tensor with uninitialised contents; shared=True places it (zero-filled) in POSIX shared memory that pickles pass to other processes by name."""
+    """A new, writable, compact tensor with uninitialised contents; shared=True places it in POSIX shared memory (zero-filled), or for device="cuda:N" in CUDA memory exported with CUDA IPC, that pickles pass to other processes by name."""
 
 def strides_fit(shape: tuple[int, ...], strides: tuple[int, ...], rule: str) -> bool:
     """Whether a layout (strides in elements) is one a consumer's rule admits: any, nonnegative, row_major or permuted_compact. Size-1 dims take any stride."""

@@ -124,7 +124,8 @@ void bind_import(nb::module_& m) {
         nb::sig("def empty(shape: int | tuple[int, ...] | list[int], dtype: object = 'float32', "
                 "device: object = 'cpu', *, shared: bool = False) -> Tensor"),
         "A new, writable, compact tensor with uninitialised contents; shared=True places it "
-        "(zero-filled) in POSIX shared memory that pickles pass to other processes by name.");
+        "in POSIX shared memory (zero-filled), or for device=\"cuda:N\" in CUDA memory "
+        "exported with CUDA IPC, that pickles pass to other processes by name.");
 }
 
 }  // namespace dlbridge::python

@@ -254,7 +254,8 @@ void bind_pickling(nb::module_& m) {
   cls.def("__reduce_ex__", &reduce_ex, nb::arg("protocol"),
           nb::sig("def __reduce_ex__(self, protocol: int) -> tuple[object, tuple[object, ...]]"),
           "Pickle support: protocol 5 sends the data as one out-of-band buffer, without a "
-          "copy when the tensor is dense; older protocols send one bytes copy.")
+          "copy when the tensor is dense; older protocols send one bytes copy; a shared tensor "
+          "(share_memory(), host or CUDA) sends only its segment's name.")
       .def("__copy__", [](const Tensor& t) { return wrap_tensor(t); },
            "A new Tensor object over the same memory.")
       .def("__deepcopy__", [](const Tensor& t, nb::handle) { return deep_copy(t); },

@@ -205,8 +205,9 @@ void bind_shared_memory(nb::module_& m) {
   cls.def("share_memory", &share_memory,
           nb::sig("def share_memory(self) -> Tensor"),
           "This tensor if it already lives in shared memory, else a copy in a new POSIX "
-          "shared-memory segment (compact, same flags). Pickles of it carry the segment's "
-          "name, so other processes on this machine map the same pages.")
+          "shared-memory segment (compact, same flags); for a CUDA tensor, a device copy "
+          "exported with CUDA IPC. Pickles of it carry a segment's name, so other processes on "
+          "this machine map the same pages (or open the same device memory).")
       .def_prop_ro("is_shared",
                    [](const Tensor& t) {
                      return find_shared_segment(t.view()) != nullptr ||
