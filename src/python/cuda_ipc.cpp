@@ -27,6 +27,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -79,23 +80,26 @@ struct Parked {
 };
 
 // An open of another process's allocation, owned by the tensors over it.
+// It may be sent on: a pickle of it names the same segment (and so the
+// exporter's handle), for a third process to open.
 struct DeviceImport {
   std::mutex mutex;
   bool open = true;
+  std::shared_ptr<SharedSegment> segment;
   std::shared_ptr<void> reference;
   Device device;
-  void* pointer = nullptr;
+  void* base = nullptr;
+  int64_t bytes = 0;
+  pid_t pid = ::getpid();
 
   // Closes the handle, then gives back the reference, once.
   void close() {
     std::shared_ptr<void> reference_out;
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      if (!open) return;
-      open = false;
-      ipc::close_memory(device.id, pointer);
-      reference_out = std::move(reference);
-    }
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!open || pid != ::getpid()) return;
+    open = false;
+    ipc::close_memory(device.id, base);
+    reference_out = std::move(reference);
   }
   ~DeviceImport() { close(); }
 };
@@ -148,26 +152,51 @@ DeviceExport::~DeviceExport() {
   memory.reset();
 }
 
-std::shared_ptr<DeviceExport> find_export(const TensorView& v) {
+// The live entries of one of the lists, of this process. The list is
+// copied under the lock and the entries locked outside it: the last owner of
+// an entry may drop it here, and its destructor takes the lock (and the GIL).
+template <typename T>
+std::vector<std::shared_ptr<T>> live(std::vector<std::weak_ptr<T>> Shares::*list) {
+  std::vector<std::weak_ptr<T>> copy;
+  {
+    std::lock_guard<std::mutex> lock(shares().mutex);
+    copy = shares().*list;
+  }
+  std::vector<std::shared_ptr<T>> out;
+  for (const auto& weak : copy)
+    if (auto entry = weak.lock(); entry && entry->pid == ::getpid()) out.push_back(entry);
+  return out;
+}
+
+template <typename T>
+void remember(std::vector<std::weak_ptr<T>> Shares::*list, const std::shared_ptr<T>& entry) {
+  std::lock_guard<std::mutex> lock(shares().mutex);
+  auto& entries = shares().*list;
+  prune(entries);
+  entries.push_back(entry);
+}
+
+// The entry whose memory holds all of v's elements.
+template <typename T>
+std::shared_ptr<T> find_share(const TensorView& v, std::vector<std::weak_ptr<T>> Shares::*list) {
   if (v.device().type != abi::kDLCUDA) return nullptr;
   const ByteExtent extent = v.extent();
   const auto first = reinterpret_cast<uintptr_t>(v.data()) + uintptr_t(extent.low);
-  std::lock_guard<std::mutex> lock(shares().mutex);
-  for (const auto& weak : shares().exports) {
-    auto e = weak.lock();
-    if (!e || e->pid != ::getpid() || e->device != v.device()) continue;
-    const auto base = reinterpret_cast<uintptr_t>(e->base);
-    if (first >= base && first - base <= uint64_t(e->bytes) &&
-        uint64_t(extent.bytes()) <= uint64_t(e->bytes) - (first - base))
-      return e;
+  for (auto& entry : live(list)) {
+    const auto base = reinterpret_cast<uintptr_t>(entry->base);
+    if (entry->device == v.device() && first >= base && first - base <= uint64_t(entry->bytes) &&
+        uint64_t(extent.bytes()) <= uint64_t(entry->bytes) - (first - base))
+      return entry;
   }
   return nullptr;
 }
 
+std::shared_ptr<DeviceExport> find_export(const TensorView& v) { return find_share(v, &Shares::exports); }
+std::shared_ptr<DeviceImport> find_import(const TensorView& v) { return find_share(v, &Shares::imports); }
+
 std::shared_ptr<DeviceExport> find_export_named(const std::string& name) {
-  std::lock_guard<std::mutex> lock(shares().mutex);
-  for (const auto& weak : shares().exports)
-    if (auto e = weak.lock(); e && e->pid == ::getpid() && e->segment->name() == name) return e;
+  for (auto& e : live(&Shares::exports))
+    if (e->segment->name() == name) return e;
   return nullptr;
 }
 
@@ -197,11 +226,7 @@ Tensor export_tensor(ManagedTensor memory, uint64_t flags) {
               sizeof record - sizeof(uint64_t));
   // Published last: a reader that sees the magic sees the whole record.
   __atomic_store_n(&out->magic, ShareRecord::magic_value, __ATOMIC_RELEASE);
-  {
-    std::lock_guard<std::mutex> lock(shares().mutex);
-    prune(shares().exports);
-    shares().exports.push_back(e);
-  }
+  remember(&Shares::exports, e);
   const TensorView shared = view.with_flags(flags);
   return tensor_from_managed(ManagedTensor::adopt(make_versioned(shared, std::move(e), flags)));
 }
@@ -217,14 +242,15 @@ double exit_wait_seconds() {
 }  // namespace
 
 std::shared_ptr<SharedSegment> device_share_segment(const TensorView& v) {
-  auto e = find_export(v);
-  return e ? e->segment : nullptr;
+  if (auto e = find_export(v)) return e->segment;
+  if (auto i = find_import(v)) return i->segment;
+  return nullptr;
 }
 
 nb::object share_device_memory(nb::handle self) {
   const Tensor& t = *as_tensor(self);
   const TensorView& v = t.view();
-  if (find_export(v)) return nb::borrow(self);
+  if (find_export(v) || find_import(v)) return nb::borrow(self);
   TransferOptions options;
   options.flags = 0;
   ManagedTensor copy;
@@ -241,16 +267,28 @@ Tensor empty_shared_device(const std::vector<int64_t>& shape, DType dtype, Devic
 }
 
 std::optional<DeviceShareTicket> device_share_ticket(const TensorView& v) {
-  std::shared_ptr<DeviceExport> e = find_export(v);
-  if (!e) return std::nullopt;
-  collect_parked();
-  // Whatever this process queued on the tensor so far is what the receiver
-  // waits for.
-  ipc::record_event(e->device.id, e->event);
-  DeviceShareTicket out{e->segment->name(), 0, buffer_layout_of(v, ByteExtent{})};
+  std::shared_ptr<SharedSegment> segment;
+  const void* base = nullptr;
+  if (std::shared_ptr<DeviceExport> e = find_export(v)) {
+    collect_parked();
+    // Whatever this process queued on the tensor so far is what the
+    // receiver waits for.
+    ipc::record_event(e->device.id, e->event);
+    segment = e->segment;
+    base = e->base;
+  } else if (std::shared_ptr<DeviceImport> i = find_import(v)) {
+    // Sent on: the event is the exporter's, so this process's own work on
+    // the memory is finished here, on the host, before it goes.
+    ipc::synchronize_default_stream(i->device.id);
+    segment = i->segment;
+    base = i->base;
+  } else {
+    return std::nullopt;
+  }
+  DeviceShareTicket out{segment->name(), 0, buffer_layout_of(v, ByteExtent{})};
   out.layout.byte_offset =
-      int64_t(reinterpret_cast<uintptr_t>(v.data()) - reinterpret_cast<uintptr_t>(e->base));
-  out.ticket = e->segment->issue_ticket();
+      int64_t(reinterpret_cast<uintptr_t>(v.data()) - reinterpret_cast<uintptr_t>(base));
+  out.ticket = segment->issue_ticket();
   return out;
 }
 
@@ -291,29 +329,23 @@ Tensor open_device_share(const std::string& name, uint64_t ticket, const BufferL
   if (!available.available) fail_unavailable_device(device, available.reason);
   auto import = std::make_shared<DeviceImport>();
   import->device = device;
-  import->pointer = ipc::open_memory(device.id, record.memory);
+  import->bytes = record.bytes;
+  import->segment = segment;
+  import->base = ipc::open_memory(device.id, record.memory);
   import->reference = std::move(reference);
-  {
-    std::lock_guard<std::mutex> lock(shares().mutex);
-    prune(shares().imports);
-    shares().imports.push_back(import);
-  }
+  remember(&Shares::imports, import);
   ipc::wait_for_event(device.id, record.event);
-  const TensorView view = view_in_buffer(import->pointer, record.bytes, layout, device);
+  const TensorView view = view_in_buffer(import->base, record.bytes, layout, device);
   return tensor_from_managed(
       ManagedTensor::adopt(make_versioned(view, std::move(import), view.flags())));
 }
 
 void release_device_shares() {
-  std::vector<std::shared_ptr<DeviceImport>> imports;
-  std::vector<std::shared_ptr<DeviceExport>> exports;
+  std::vector<std::shared_ptr<DeviceImport>> imports = live(&Shares::imports);
+  std::vector<std::shared_ptr<DeviceExport>> exports = live(&Shares::exports);
   std::vector<std::shared_ptr<SharedSegment>> waiting;
   {
     std::lock_guard<std::mutex> lock(shares().mutex);
-    for (const auto& weak : shares().imports)
-      if (auto i = weak.lock()) imports.push_back(i);
-    for (const auto& weak : shares().exports)
-      if (auto e = weak.lock(); e && e->pid == ::getpid()) exports.push_back(e);
     for (const Parked& p : shares().parked) waiting.push_back(p.segment);
   }
   for (auto& i : imports) i->close();

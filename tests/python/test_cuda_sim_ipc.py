@@ -113,11 +113,27 @@ def test_a_spawned_child_maps_the_same_device_memory(child, sim):
     s = on_device(a, "cuda:1").share_memory()
     seen, pointer, device, shared, opened = child.submit(cuda_ipc_workers.read_and_add, s).result(60)
     assert seen == a.tolist()
-    assert device == "cuda:1" and shared is False, "the child holds an import, not an export"
+    assert device == "cuda:1" and shared, "what the child opened is shared, and may be sent on"
     assert opened >= 1
     # The child's write is in our memory (its address there may differ:
     # CUDA promises no particular one).
     np.testing.assert_array_equal(to_host(s), a + 1)
+
+
+def test_what_a_child_opened_it_may_send_on(child):
+    """The child returns the tensor it received: its pickle names the same
+    segment, and back here (the exporter) it is this process's own memory."""
+    a = np.arange(N, dtype=np.float32)
+    s = on_device(a).share_memory()
+    back = child.submit(cuda_ipc_workers.echo, s).result(60)
+    assert back.data_ptr == s.data_ptr and back.is_shared
+    assert _shared_memory_info(back) == _shared_memory_info(s)
+    del back
+    gc.collect()
+    deadline = time.monotonic() + 20
+    while _shared_memory_info(s)[1] != 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _shared_memory_info(s)[1] == 1, "the child's open was closed and every ticket redeemed"
 
 
 def test_the_child_waits_for_work_still_queued_here(child, sim):

@@ -145,6 +145,15 @@ inline cuda::ipc_event_handle record_event(int device, cuda::cuda_event event,
   return handle;
 }
 
+// Blocks until the work queued so far on `device`'s legacy default stream
+// is done.
+inline void synchronize_default_stream(int device,
+                                       cuda::RuntimeLoader& loader = cuda::default_loader()) {
+  const cuda::Runtime& rt = detail::runtime(loader);
+  detail::Current current(rt, device);
+  detail::check(rt, rt.stream_synchronize(detail::legacy()), "synchronizing a stream");
+}
+
 // Orders this process's legacy default stream on `device` after the
 // exporter's recorded work, without blocking the host.
 inline void wait_for_event(int device, const cuda::ipc_event_handle& handle,
