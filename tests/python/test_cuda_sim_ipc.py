@@ -36,6 +36,23 @@ LEGACY = 1  # the legacy default stream's handle
 TESTS = os.path.dirname(__file__)
 
 
+def segment_names() -> set[str]:
+    return {name for name in os.listdir("/dev/shm") if name.startswith("dlbridge-")}
+
+
+@pytest.fixture(autouse=True, scope="module")
+def no_segment_left_behind():
+    """Every segment this module's shares made (and the exporter-exit runs'
+    children made) is unlinked by the time it ends."""
+    before = segment_names()
+    yield
+    gc.collect()
+    deadline = time.monotonic() + 10
+    while segment_names() - before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert segment_names() - before == set(), "this module left segments in /dev/shm"
+
+
 @pytest.fixture(scope="module")
 def sim() -> cuda_sim.Sim:
     return cuda_sim.Sim(_PATH)
