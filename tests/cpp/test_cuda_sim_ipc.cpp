@@ -264,3 +264,63 @@ TEST(CudaSimIpcChild, DISABLED_ExportsAndExits) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(CudaSimIpcWrapper, WithoutARuntimeEachCallIsACodedErrorAndReleasesAreNoOps) {
+  static auto* absent = new cu::RuntimeLoader({"/nonexistent/libcudart.so"}, false);
+  const cu::ipc_mem_handle memory{};
+  const cu::ipc_event_handle event{};
+  auto expect_unavailable = [](auto&& call) {
+    try {
+      call();
+      ADD_FAILURE() << "no error without a runtime";
+    } catch (const dlbridge::Error& e) {
+      EXPECT_EQ(e.code(), dlbridge::ErrorCode::device_unavailable);
+      EXPECT_NE(std::string(e.what()).find("CUDA is not available"), std::string::npos) << e.what();
+    }
+  };
+  expect_unavailable([&] { ipc::export_memory(0, nullptr, *absent); });
+  expect_unavailable([&] { ipc::open_memory(0, memory, *absent); });
+  expect_unavailable([&] { ipc::create_event(0, *absent); });
+  expect_unavailable([&] { ipc::record_event(0, nullptr, *absent); });
+  expect_unavailable([&] { ipc::wait_for_event(0, event, *absent); });
+  expect_unavailable([&] { ipc::synchronize_default_stream(0, *absent); });
+  ipc::close_memory(0, reinterpret_cast<void*>(0x1000), *absent);
+  ipc::destroy_event(reinterpret_cast<cu::cuda_event>(0x1000), *absent);
+}
+
+TEST(CudaSimIpcWrapper, FailuresCarryTheRuntimesWordsAndLeaveTheCurrentDevice) {
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  try {
+    ipc::export_memory(1, reinterpret_cast<void*>(0x1000), sim_loader());
+    ADD_FAILURE() << "exported memory that is no allocation";
+  } catch (const dlbridge::Error& e) {
+    EXPECT_EQ(e.code(), dlbridge::ErrorCode::device_unavailable);
+    EXPECT_NE(std::string(e.what()).find("cudaIpcGetMemHandle): invalid argument (1)"),
+              std::string::npos)
+        << e.what();
+  }
+  int current = -1;
+  ASSERT_EQ(cudaGetDevice(&current), cudaSuccess);
+  EXPECT_EQ(current, 0);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess) << "the wrapper clears the error it reported";
+  try {
+    ipc::create_event(7, sim_loader());
+    ADD_FAILURE() << "device 7 exists";
+  } catch (const dlbridge::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("selecting device 7"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CudaSimIpcWrapper, SynchronizeDefaultStreamWaitsForQueuedWork) {
+  Device1Memory memory;
+  ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
+  ASSERT_EQ(cudasim_sleep_async(300000, cudaStreamLegacy), cudaSuccess);
+  ASSERT_EQ(cudaMemsetAsync(memory.data, 3, n, cudaStreamLegacy), cudaSuccess);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  ipc::synchronize_default_stream(1, sim_loader());
+  EXPECT_TRUE(all_bytes(memory.data, n, 3));
+}
+
+}  // namespace
