@@ -173,16 +173,14 @@ TEST(CudaSimIpc, EventHandlesNeedAnInterprocessEventWithoutTiming) {
 // counted), through dlbridge's wrapper.
 TEST(CudaSimIpc, AnotherProcessMapsTheSamePagesAfterTheExportersEvent) {
   Device1Memory memory;
+  // A slow write queued on device 1's legacy default stream, where
+  // dlbridge's device data is ready, and the event recorded after it.
   ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
-  cudaStream_t s = nullptr;
-  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
-  auto done = static_cast<cudaEvent_t>(ipc::create_event(1, sim_loader()));
-  ASSERT_EQ(cudasim_sleep_async(slow_us, s), cudaSuccess);
-  ASSERT_EQ(cudaMemsetAsync(memory.data, 7, n, s), cudaSuccess);
-  ASSERT_EQ(cudaEventRecord(done, s), cudaSuccess);
-  cudaIpcEventHandle_t event{};
-  ASSERT_EQ(cudaIpcGetEventHandle(&event, done), cudaSuccess);
+  ASSERT_EQ(cudasim_sleep_async(slow_us, cudaStreamLegacy), cudaSuccess);
+  ASSERT_EQ(cudaMemsetAsync(memory.data, 7, n, cudaStreamLegacy), cudaSuccess);
   ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  cu::cuda_event done = ipc::create_event(1, sim_loader());
+  const cu::ipc_event_handle event = ipc::record_event(1, done, sim_loader());
   const cu::ipc_mem_handle handle = ipc::export_memory(1, memory.data, sim_loader());
   EXPECT_EQ(run_child("OpensWaitsAndWrites",
                       {"CUDASIM_TEST_MEMORY=" + hex(handle), "CUDASIM_TEST_EVENT=" + hex(event)}),
@@ -190,7 +188,6 @@ TEST(CudaSimIpc, AnotherProcessMapsTheSamePagesAfterTheExportersEvent) {
   EXPECT_TRUE(all_bytes(memory.data, 16, 9)) << "the child's write is not in the parent's memory";
   EXPECT_TRUE(all_bytes(static_cast<char*>(memory.data) + 16, n - 16, 7));
   ipc::destroy_event(done, sim_loader());
-  ASSERT_EQ(cudaStreamDestroy(s), cudaSuccess);
 }
 
 TEST(CudaSimIpcChild, DISABLED_OpensWaitsAndWrites) {
@@ -212,10 +209,15 @@ TEST(CudaSimIpcChild, DISABLED_OpensWaitsAndWrites) {
   ASSERT_EQ(cudaMemsetAsync(p, 9, 16, cudaStreamLegacy), cudaSuccess);
   ASSERT_EQ(cudaStreamSynchronize(cudaStreamLegacy), cudaSuccess);
   EXPECT_EQ(ipc::open_memory(1, handle, sim_loader()), p) << "a second open returns the same pointer";
-  ASSERT_EQ(cudaIpcCloseMemHandle(p), cudaSuccess);
-  ASSERT_EQ(cudaIpcCloseMemHandle(p), cudaSuccess);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  ipc::close_memory(1, p, sim_loader());
+  ipc::close_memory(1, p, sim_loader());
+  EXPECT_EQ(cudasim_count("ipc_close"), 2);
   EXPECT_EQ(cudaIpcCloseMemHandle(p), cudaErrorInvalidValue) << "closed as often as opened";
   EXPECT_EQ(cudasim_count("ipc_open"), 2);
+  int current = -1;
+  ASSERT_EQ(cudaGetDevice(&current), cudaSuccess);
+  EXPECT_EQ(current, 0) << "close_memory left the caller's device as it was";
 }
 
 TEST(CudaSimIpc, AHandleStopsOpeningOnceTheExporterFreesTheMemory) {
