@@ -9,7 +9,7 @@
 
 namespace dlbridge {
 
-// The stable codes of api.md. Their spelling is part of the public contract:
+// The stable codes (docs/errors.md). Their spelling is part of the public contract:
 // docs/errors.md documents each, and Python exposes them as `.code`.
 enum class ErrorCode {
   unsupported_device_type,

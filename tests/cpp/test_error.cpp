@@ -26,7 +26,7 @@ struct Spelling {
   std::string_view name;
 };
 
-// The api.md table, plus the two codes that Python maps to built-ins.
+// The codes of docs/errors.md, plus the two that Python maps to built-ins.
 constexpr Spelling spellings[] = {
     {ErrorCode::unsupported_device_type, "unsupported_device_type"},
     {ErrorCode::device_unavailable, "device_unavailable"},
