@@ -79,6 +79,16 @@ class TensorView {
   }
 
   // Raises the first requirement of policy that this view misses.
+  // Whether check(policy) would pass, without throwing: a consumer plans a
+  // copy for what fails it.
+  bool meets(const ImportPolicy& policy) const noexcept {
+    return !(policy.require_writable && readonly()) &&
+           !(policy.require_host_accessible && !is_host_accessible(device_.type)) &&
+           !(policy.require_c_contiguous && !is_c_contiguous()) &&
+           !(policy.min_alignment > 1 &&
+             reinterpret_cast<uintptr_t>(data()) % policy.min_alignment != 0);
+  }
+
   void check(const ImportPolicy& policy) const {
     if (policy.require_writable && readonly())
       detail::fail(ErrorCode::read_only,

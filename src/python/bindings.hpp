@@ -54,13 +54,8 @@ class Tensor {
   bool writability_unknown_ = false;
 };
 
-// What a caller of __dlpack__ / from_dlpack asked for, already parsed.
-struct ExchangeRequest {
-  std::optional<abi::DLPackVersion> max_version;
-  std::optional<Device> device;
-  std::optional<bool> copy;
-  nb::object stream = nb::none();
-};
+// What a caller of __dlpack__ / from_dlpack asks for, once parsed, is the
+// core's dlbridge::ExchangeRequest (request.hpp): one type for both sides.
 
 // --- errors.cpp
 void register_error_translator(nb::module_& m);
@@ -112,7 +107,12 @@ Tensor tensor_from_managed(ManagedTensor&& managed);
 // A compact copy on target; a copy to a device is queued on consumer_stream
 // (a DLPack stream value; absent: the device's default stream).
 Tensor copy_tensor(const Tensor& source, Device target, StreamArg consumer_stream = {});
+// The core's carry_out for a dlbridge.Tensor: the copy (large ones without
+// the GIL), or the tensor itself relabelled to plan.target.
+Tensor carry_out_plan(Tensor source, const ExchangePlan& plan, StreamArg stream);
 nb::object export_capsule(const Tensor& tensor, const ExchangeRequest& request);
+// A stream argument of __dlpack__ / to_dlpack: None or an int.
+StreamArg stream_from_python(nb::handle stream);
 
 // --- host_views.cpp
 // Py_bf_getbuffer / Py_bf_releasebuffer for dlbridge.Tensor.

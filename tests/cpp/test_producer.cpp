@@ -5,6 +5,7 @@
 #include "support/error_of.hpp"
 #include "support/fake_backend.hpp"
 
+#include <dlbridge/carry_out.hpp>
 #include <dlbridge/producer.hpp>
 
 #include <memory>
@@ -19,6 +20,7 @@ using dlbridge::Error;
 using dlbridge::ErrorCode;
 using dlbridge::DeviceSupport;
 using dlbridge::ExportRequest;
+using dlbridge::ManagedTensor;
 using dlbridge::StreamArg;
 using dlbridge::TensorView;
 using test_support::error_of;
@@ -123,6 +125,45 @@ TEST_F(Negotiation, StreamsAreCheckedForTheTargetDevice) {
   EXPECT_EQ(e->code(), ErrorCode::invalid_stream);
   r.stream = StreamArg{true, -1};
   EXPECT_FALSE(dlbridge::plan_export(host, r).copy);
+}
+
+// ------------------------------------------------------ carrying out the plan
+
+TEST_F(Negotiation, ACopyToADeviceAsksItOnceAndCarriesOutWithTheBackendsOfThePlan) {
+  auto p = plan(host, ext0);
+  EXPECT_EQ(p.to, fake);
+  EXPECT_EQ(p.from, nullptr);  // host memory: nothing to wait for
+  std::optional<ManagedTensor> out = dlbridge::carry_out(host, p);
+  ASSERT_TRUE(out);
+  EXPECT_EQ(out->view().device(), ext0);
+  EXPECT_EQ(out->flags(), uint64_t(DLBRIDGE_FLAG_IS_COPIED));
+  EXPECT_EQ(read(out->view()), data);
+  EXPECT_EQ(fake->availability_calls, 1);
+}
+
+TEST_F(Negotiation, ACopyFromADeviceAsksItOnce) {
+  TensorView on_fake = host.with_device(ext0);
+  auto p = plan(on_fake, cpu);
+  EXPECT_EQ(p.from, fake);
+  std::optional<ManagedTensor> out = dlbridge::carry_out(on_fake, p);
+  ASSERT_TRUE(out);
+  EXPECT_EQ(out->view().device(), cpu);
+  EXPECT_EQ(read(out->view()), data);
+  EXPECT_EQ(fake->availability_calls, 1);
+}
+
+TEST_F(Negotiation, WithoutACopyThePlanHoldsNoBackendAndTheResultIsTheTensor) {
+  auto p = plan(host, std::nullopt);
+  EXPECT_EQ(p.to, nullptr);
+  EXPECT_FALSE(dlbridge::carry_out(host, p));
+  // A host copy needs no backend either.
+  auto copied = plan(host, cpu, true);
+  EXPECT_EQ(copied.to, nullptr);
+  std::optional<ManagedTensor> out = dlbridge::carry_out(host.with_flags(DLBRIDGE_FLAG_READ_ONLY), copied);
+  ASSERT_TRUE(out);
+  EXPECT_EQ(out->flags(), uint64_t(DLBRIDGE_FLAG_IS_COPIED));  // writable
+  EXPECT_EQ(read(out->view()), data);
+  EXPECT_EQ(fake->availability_calls, 0);
 }
 
 }  // namespace

@@ -59,6 +59,7 @@ TEST_F(Transfer, HostToDeviceIsOneTransferOnTheConsumersStream) {
   }
   EXPECT_EQ(fake->allocations, 1);
   EXPECT_EQ(fake->frees, 1);
+  EXPECT_EQ(fake->availability_calls, 1);  // the target, asked once
 }
 
 TEST_F(Transfer, StridedHostSourcesAreCompactedOnTheHostFirst) {
@@ -94,6 +95,7 @@ TEST_F(Transfer, DeviceLayoutsThatAreNotRowsAreStagedThroughTheHost) {
   TensorView reversed = TensorView::from_data(matrix.data() + 5, f32, {2, 3}, {-3, -1}, ext0);
   ManagedTensor out = dlbridge::copy_to_device(reversed, cpu);
   EXPECT_EQ(read(out.view()), (std::vector<float>{5, 4, 3, 2, 1, 0}));
+  EXPECT_EQ(fake->availability_calls, 1);  // staging through the host asks no one again
   ASSERT_EQ(fake->copies.size(), 1u);
   EXPECT_EQ(fake->copies[0].rows.row_bytes, 24);  // the whole span, once
 }

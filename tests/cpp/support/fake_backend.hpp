@@ -33,10 +33,12 @@ class FakeBackend final : public backend::DeviceBackend {
   std::vector<backend::Stream> synchronized;
   std::vector<std::pair<backend::Stream, backend::Stream>> waits;
   int allocations = 0, frees = 0;
+  int availability_calls = 0;  // a copy must ask each device once
 
   std::string_view name() const noexcept override { return "fake"; }
   bool serves(dlbridge::DeviceType t) const noexcept override { return t == dlbridge::abi::kDLExtDev; }
   backend::Availability availability(Device d) override {
+    ++availability_calls;
     if (d.id == 0) return {true, {}};
     return {false, "the fake has device 0 only."};
   }
