@@ -6,7 +6,7 @@
 #include "support/error_of.hpp"
 #include "support/fake_backend.hpp"
 
-#include <dlbridge/backend/transfer.hpp>
+#include <dlbridge/transfer.hpp>
 
 #include <memory>
 #include <vector>
