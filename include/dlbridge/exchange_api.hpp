@@ -33,13 +33,11 @@ int c_boundary(Body&& body) noexcept {
 }
 
 // The Python exception class name a SetError callback is given for a code:
-// what a Python caller of dlbridge would have seen.
+// the built-in class a Python caller of dlbridge would have caught (every
+// dlbridge.DLPackError is a BufferError), from the error table.
 constexpr const char* python_error_kind(ErrorCode code) noexcept {
-  switch (code) {
-    case ErrorCode::invalid_argument: return "ValueError";
-    case ErrorCode::out_of_memory: return "MemoryError";
-    default: return "BufferError";
-  }
+  return is_builtin_python_error(code) ? error_code_info(code).python_class.data()
+                                       : "BufferError";
 }
 
 inline std::vector<int64_t> prototype_shape(const abi::DLTensor* prototype) {

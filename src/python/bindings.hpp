@@ -69,6 +69,9 @@ void set_python_error(std::exception_ptr error) noexcept;
 nb::object attribute_or_none(nb::handle x, const char* name);
 // Whether a caught Python exception is a dlbridge.DLPackError (coded).
 bool is_dlpack_error(const nb::python_error& error);
+// The Python class of a code: the one the package registered, or the
+// built-in one (a plain BufferError before registration).
+PyObject* python_error_class(ErrorCode code) noexcept;
 // The UTF-8 text of a str; a str that has none (lone surrogates) raises
 // UnicodeEncodeError, a ValueError, instead of nanobind's bare cast_error.
 std::string utf8_of(nb::handle text);
