@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <exception>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -121,6 +122,20 @@ class Error : public std::runtime_error {
 };
 
 namespace detail {
+
+// The one way an exception stops at a boundary C cannot cross (a C function
+// pointer of the exchange API, a Python slot): body's result, or `failed`
+// after on_error (noexcept) has been handed the exception to report.
+template <typename Result, typename OnError, typename Body>
+Result error_boundary(Result failed, OnError&& on_error, Body&& body) noexcept {
+  try {
+    return body();
+  } catch (...) {
+    on_error(std::current_exception());
+    return failed;
+  }
+}
+
 [[noreturn]] inline void fail(ErrorCode code, const std::string& message,
                               std::string hint = {}) {
   throw Error(code, message, std::move(hint));

@@ -9,6 +9,7 @@
 
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "backend/registry.hpp"
 #include "backend/stream.hpp"
@@ -51,6 +52,25 @@ struct ExchangePlan {
 using ExportPlan = ExchangePlan;
 using ImportPlan = ExchangePlan;
 
+// "kDLCPU, kDLCUDA, ...": the types registry serves, for messages.
+inline std::string served_device_list(
+    const backend::Registry& registry = backend::default_registry()) {
+  std::string text;
+  for (DeviceType t : registry.served_types()) {
+    if (!text.empty()) text += ", ";
+    text += device_type_label(t);
+  }
+  return text;
+}
+
+[[noreturn]] inline void fail_unsupported_device(
+    int32_t type, const backend::Registry& registry = backend::default_registry()) {
+  detail::fail(ErrorCode::unsupported_device_type, unsupported_device_sentence(type),
+               "dlbridge serves " + served_device_list(registry) +
+                   ". Pass dl_device=None to keep the tensor on its own device, or "
+                   "request one of those types.");
+}
+
 // Whether a device of a servable type exists here: asks the backend that
 // serves the type (a type without one is unsupported in this build).
 inline DeviceSupport device_support(Device device) {
@@ -68,7 +88,7 @@ inline DeviceSupport device_support(Device device) {
 inline std::shared_ptr<backend::DeviceBackend> served_backend(
     Device device, backend::Registry& registry = backend::default_registry()) {
   auto b = registry.find(device.type);
-  if (!b) fail_unsupported_device(device.type);
+  if (!b) fail_unsupported_device(device.type, registry);
   backend::Availability a = b->availability(device);
   if (!a.available) fail_unavailable_device(device, a.reason);
   return b;

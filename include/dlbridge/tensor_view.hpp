@@ -85,7 +85,7 @@ class TensorView {
     return !(policy.require_writable && readonly()) &&
            !(policy.require_host_accessible && !is_host_accessible(device_.type)) &&
            !(policy.require_c_contiguous && !is_c_contiguous()) &&
-           !(policy.min_alignment > 1 &&
+           !(policy.min_alignment > 1 && has_direct_address(device_.type) &&
              reinterpret_cast<uintptr_t>(data()) % policy.min_alignment != 0);
   }
 
@@ -105,7 +105,8 @@ class TensorView {
                        dims_text(strides_) + " for shape " + dims_text(shape_) +
                        ").",
                    "Allow a copy (copy=None or copy=True) to get a compact tensor.");
-    if (policy.min_alignment > 1 &&
+    // Alignment is a property of addresses; an opaque handle has none.
+    if (policy.min_alignment > 1 && has_direct_address(device_.type) &&
         reinterpret_cast<uintptr_t>(data()) % policy.min_alignment != 0)
       detail::fail(ErrorCode::unsupported_layout,
                    "The data address is not aligned to " +
@@ -216,9 +217,8 @@ class TensorView {
                    unsupported_device_sentence(t.device.device_type) +
                        " The producer handed over a tensor on it, which is not a "
                        "DLPack 1.3 device type.",
-                   "dlbridge serves " + servable_device_list() +
-                       ". Ask the producer for one of those (dl_device=(1, 0) for "
-                       "the CPU), or pass dl_device=None where you export it.");
+                   "Ask the producer for a DLPack 1.3 device type (dl_device=(1, 0) "
+                   "for the CPU), or pass dl_device=None where you export it.");
     if (t.device.device_id < 0)
       malformed("device_id = " + std::to_string(t.device.device_id) +
                 " is negative.");
@@ -269,6 +269,8 @@ class TensorView {
       malformed("strides " + dims_text(strides_) + " with shape " +
                 dims_text(shape_) + " address more than int64 bytes.");
     extent_ = *range;
+    // An opaque handle is not an address: nothing to wrap around.
+    if (!has_direct_address(device_.type)) return;
     // Element 0 and both ends of the touched range must be real addresses.
     const uint64_t base = reinterpret_cast<uintptr_t>(data_);
     uint64_t first = 0, high = 0;

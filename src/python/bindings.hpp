@@ -63,6 +63,12 @@ void register_error_translator(nb::module_& m);
 // exception stands for. Used by raw slots and C function pointers, which
 // return -1 instead of letting an exception cross.
 void set_python_error(std::exception_ptr error) noexcept;
+// A raw Python slot or C entry point: body's result, or `failed` with the
+// Python error set (detail::error_boundary with set_python_error).
+template <typename Result, typename Body>
+Result python_boundary(Result failed, Body&& body) noexcept {
+  return detail::error_boundary(failed, &set_python_error, std::forward<Body>(body));
+}
 // getattr(x, name, None) as Python defines it: only an AttributeError means
 // "absent"; any other exception raised by a property (KeyboardInterrupt
 // included) propagates.

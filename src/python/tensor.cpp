@@ -174,7 +174,7 @@ bool plain_host_export(const Tensor& t, PyObject* const values[4]) {
 // the export itself. Keywords are matched by interned pointer first.
 PyObject* tensor_dlpack(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
                         PyObject* kwnames) noexcept {
-  try {
+  return python_boundary<PyObject*>(nullptr, [&]() -> PyObject* {
     static PyObject* const names[] = {
         PyUnicode_InternFromString("stream"), PyUnicode_InternFromString("max_version"),
         PyUnicode_InternFromString("dl_device"), PyUnicode_InternFromString("copy")};
@@ -190,10 +190,7 @@ PyObject* tensor_dlpack(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
     ExchangeRequest request{max_version_from_python(values[1]), dl_device_from_python(values[2]),
                             copy_from_python(values[3]), stream_from_python(values[0]), {}};
     return export_capsule(*t, request).release().ptr();
-  } catch (...) {
-    set_python_error(std::current_exception());
-    return nullptr;
-  }
+  });
 }
 
 PyMethodDef tensor_dlpack_def = {

@@ -125,6 +125,28 @@ TEST(ErrorObject, EveryCodeSurvivesThrowAndCatchAsStdException) {
   }
 }
 
+TEST(ErrorBoundary, PassesTheResultOrHandsOverTheException) {
+  std::string seen;
+  auto note = [&](std::exception_ptr error) noexcept {
+    try {
+      std::rethrow_exception(error);
+    } catch (const Error& e) {
+      seen = e.code_name();
+    } catch (...) {
+      seen = "other";
+    }
+  };
+  EXPECT_EQ(dlbridge::detail::error_boundary(-1, note, [] { return 7; }), 7);
+  EXPECT_EQ(seen, "");
+  EXPECT_EQ(dlbridge::detail::error_boundary(-1, note, []() -> int {
+              dlbridge::detail::fail(ErrorCode::read_only, "m");
+            }),
+            -1);
+  EXPECT_EQ(seen, "read_only");
+  EXPECT_EQ(dlbridge::detail::error_boundary(-1, note, []() -> int { throw 3; }), -1);
+  EXPECT_EQ(seen, "other");
+}
+
 TEST(ErrorObject, CopiesKeepEverything) {
   const Error original(ErrorCode::copy_required, "m", "h");
   const Error copy = original;  // exceptions are copied when rethrown by value

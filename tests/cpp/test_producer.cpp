@@ -98,6 +98,27 @@ TEST_F(Negotiation, ATypeWithoutABackendIsUnsupportedWithTheExactMessage) {
   EXPECT_EQ(unknown->code(), ErrorCode::unsupported_device_type);
 }
 
+TEST_F(Negotiation, TheRefusalListsWhatTheRegistryServes) {
+  // The fixture installed a backend for kDLExtDev: the message says so.
+  auto e = plan_error(host, Device{dlabi::kDLVulkan, 0});
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->hint().find("dlbridge serves kDLCPU, kDLCUDA, kDLCUDAHost, kDLExtDev, "
+                           "kDLCUDAManaged."),
+            0u)
+      << e->hint();
+  // A registry of its own answers for itself.
+  dlbridge::backend::Registry only_fake;
+  only_fake.set(dlabi::kDLExtDev, fake);
+  EXPECT_EQ(dlbridge::served_device_list(only_fake), "kDLExtDev");
+  ExportRequest r;
+  r.device = Device{dlabi::kDLCPU, 0};
+  auto refused = error_of([&] { dlbridge::plan_export(host.with_device(ext0), r, only_fake); });
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->code(), ErrorCode::unsupported_device_type);
+  EXPECT_NE(refused->hint().find("dlbridge serves kDLExtDev."), std::string::npos)
+      << refused->hint();
+}
+
 TEST_F(Negotiation, HostAccessibleMemoryReachesTheCpuWithoutACopy) {
   for (auto type : {dlabi::kDLCUDAHost, dlabi::kDLCUDAManaged}) {
     TensorView pinned = host.with_device(Device{type, 0});
