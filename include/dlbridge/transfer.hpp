@@ -100,11 +100,21 @@ inline bool is_pageable(backend::DeviceBackend& b, const void* p) {
   return !info || info->device.type == abi::kDLCPU;
 }
 
-// The host's backend, for staging buffers: the CPU is always here, so it is
-// looked up, not asked.
-inline std::shared_ptr<backend::DeviceBackend> host_backend(backend::Registry& registry) {
-  auto b = registry.find(abi::kDLCPU);
-  return b ? b : served_backend(Device{}, registry);
+// A staging buffer: compact host memory shaped like a tensor (its dtype,
+// shape and sub-byte padding), and the view to copy through. Nobody
+// receives it, so it is an owner and a view, not a DLPack managed tensor.
+struct HostScratch {
+  std::shared_ptr<void> owner;
+  TensorView view;
+};
+
+inline HostScratch host_scratch(const TensorView& like) {
+  HostScratch s;
+  s.owner = allocate_host(like.nbytes());
+  s.view = TensorView::from_data(s.owner.get(), like.dtype(),
+                                 std::vector<int64_t>(like.shape(), like.shape() + like.ndim()),
+                                 {}, Device{}, like.flags() & DLBRIDGE_FLAG_IS_SUBBYTE_TYPE_PADDED);
+  return s;
 }
 
 // Copies src (device memory, of backend b) into the compact host buffer dst.
@@ -144,7 +154,6 @@ inline ManagedTensor copy_along(const TensorView& src, Device target,
                                 const std::shared_ptr<backend::DeviceBackend>& to,
                                 const std::shared_ptr<backend::DeviceBackend>& from,
                                 const TransferOptions& options) {
-  backend::Registry& registry = options.registry ? *options.registry : backend::default_registry();
   const Device source = src.device();
   const backend::Stream consumer = backend::resolve_stream(target, options.stream);
   const uint64_t flags = (options.flags & ~uint64_t(DLBRIDGE_FLAG_READ_ONLY)) |
@@ -166,10 +175,12 @@ inline ManagedTensor copy_along(const TensorView& src, Device target,
   backend::Stream ready;
   if (backend::stream_family(source.type) != backend::StreamFamily::host)
     ready = backend::resolve_stream(source, options.source_stream);
-  // A compact host copy of src, for paths that stage through the host.
-  auto to_host = [&](const TensorView& what) {
-    return copy_along(what, Device{}, host_backend(registry), from,
-                      {{}, options.source_stream, 0, options.host, &registry});
+  // A compact host copy of device memory src, for paths that stage through
+  // the host; blocks until it is there.
+  auto to_host = [&] {
+    HostScratch host = host_scratch(src);
+    device_to_host(*from, src, ready, host.view, options.host);
+    return host;
   };
   if (src_host && dst_host) {
     if (from) from->synchronize(source, ready);
@@ -181,11 +192,12 @@ inline ManagedTensor copy_along(const TensorView& src, Device target,
     else if (from) from->synchronize(source, ready);  // no stream spans two families
     // Into device memory from the host: compact on the host first (the CPU
     // engine does any layout), then one transfer on the consumer's stream.
-    ManagedTensor staged;
+    HostScratch staged;
     const TensorView* host_src = &src;
     if (!src.is_c_contiguous()) {
-      staged = copy_to_compact(src, 0, options.host);
-      host_src = &staged.view();
+      staged = host_scratch(src);
+      copy_into(src, staged.view, options.host);
+      host_src = &staged.view;
     }
     to->copy(dst.data(), target, host_src->data(), Device{},
              backend::Rows{bytes, 1, bytes, bytes}, consumer);
@@ -194,7 +206,7 @@ inline ManagedTensor copy_along(const TensorView& src, Device target,
     // may already have freed it; only then the host waits. A kDLCPU label
     // does not make memory pageable (pinned buffers are exported as CPU
     // memory too), so the runtime is asked.
-    if (!staged && (source.type != abi::kDLCPU || !is_pageable(*to, src.data())))
+    if (!staged.owner && (source.type != abi::kDLCPU || !is_pageable(*to, src.data())))
       to->synchronize(target, consumer);
     return finish();
   }
@@ -205,11 +217,10 @@ inline ManagedTensor copy_along(const TensorView& src, Device target,
   if (from != to) {
     // Two device families: through the host, which blocks, as no stream
     // spans both.
-    ManagedTensor host = to_host(src);
+    HostScratch host = to_host();
     TransferOptions onward = options;
     onward.source_stream = {};
-    onward.registry = &registry;
-    return copy_along(host.view(), target, to, nullptr, onward);
+    return copy_along(host.view, target, to, nullptr, onward);
   }
   // One family: order the consumer's stream after the producer's, then
   // queue the copy there; the host does not wait (unless the two ends are
@@ -219,8 +230,8 @@ inline ManagedTensor copy_along(const TensorView& src, Device target,
     to->copy(dst.data(), target, src.data(), source, *rows, consumer);
     return finish();
   }
-  ManagedTensor host = to_host(src);
-  to->copy(dst.data(), target, host.view().data(), Device{},
+  HostScratch host = to_host();
+  to->copy(dst.data(), target, host.view.data(), Device{},
            backend::Rows{bytes, 1, bytes, bytes}, consumer);
   // `host` is pageable memory the runtime has read by now (see above).
   return finish();
