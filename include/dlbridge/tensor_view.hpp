@@ -147,12 +147,11 @@ class TensorView {
   // True when elements are packed several to a byte.
   bool packed() const noexcept { return dtype_.is_subbyte() && !subbyte_padded(); }
 
-  bool is_c_contiguous() const noexcept {
-    return dlbridge::is_c_contiguous(ndim(), shape(), strides());
+  bool is_contiguous(Order order) const noexcept {
+    return dlbridge::is_contiguous(ndim(), shape(), strides(), order);
   }
-  bool is_f_contiguous() const noexcept {
-    return dlbridge::is_f_contiguous(ndim(), shape(), strides());
-  }
+  bool is_c_contiguous() const noexcept { return is_contiguous(Order::c); }
+  bool is_f_contiguous() const noexcept { return is_contiguous(Order::f); }
 
   // A DLTensor describing this view; its shape and strides point into the
   // view, so it is valid while the view lives and is not moved.
