@@ -9,10 +9,7 @@
 #include <memory>
 #include <string>
 
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
-
+#include "detail/platform.hpp"
 #include "error.hpp"
 
 namespace dlbridge {
@@ -38,9 +35,7 @@ inline void* allocate_host_raw(int64_t bytes) {
     fail(ErrorCode::out_of_memory,
          "Could not allocate " + std::to_string(bytes) + " bytes of host memory.",
          "Free memory or work on a smaller tensor.");
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-  if (alignment == huge_page) ::madvise(data, size, MADV_HUGEPAGE);
-#endif
+  if (alignment == huge_page) platform::advise_huge_pages(data, size);
   return data;
 }
 

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "detail/platform.hpp"
 #include "dtype.hpp"
 #include "error.hpp"
 
@@ -21,10 +22,10 @@ inline constexpr int32_t max_ndim = 64;
 namespace detail {
 
 inline bool mul_overflows(int64_t a, int64_t b, int64_t& out) noexcept {
-  return __builtin_mul_overflow(a, b, &out);
+  return platform::mul_overflow(a, b, out);
 }
 inline bool add_overflows(int64_t a, int64_t b, int64_t& out) noexcept {
-  return __builtin_add_overflow(a, b, &out);
+  return platform::add_overflow(a, b, out);
 }
 
 // Shape or strides of up to max_ndim dims, inline for the common small case
@@ -211,7 +212,7 @@ inline std::optional<ByteExtent> byte_extent(int32_t ndim, const int64_t* shape,
   // bytes() and address checks compute high - low and -low; a range that
   // wide cannot be addressed anyway.
   int64_t width = 0;
-  if (__builtin_sub_overflow(hi, lo, &width)) return std::nullopt;
+  if (detail::platform::sub_overflow(hi, lo, width)) return std::nullopt;
   return ByteExtent{lo, hi};
 }
 

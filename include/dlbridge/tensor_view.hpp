@@ -273,9 +273,9 @@ class TensorView {
     // Element 0 and both ends of the touched range must be real addresses.
     const uint64_t base = reinterpret_cast<uintptr_t>(data_);
     uint64_t first = 0, high = 0;
-    if (__builtin_add_overflow(base, byte_offset_, &first) ||
+    if (detail::platform::add_overflow(base, byte_offset_, first) ||
         (extent_.low < 0 && first < uint64_t(-extent_.low)) ||
-        __builtin_add_overflow(first, uint64_t(extent_.high), &high))
+        detail::platform::add_overflow(first, uint64_t(extent_.high), high))
       malformed("data + byte_offset + strides wrap around the address space.");
   }
 

@@ -70,9 +70,9 @@ inline void merge_dims(CopyDims& dims) {
     const CopyDim outer = dims.dim[d];
     int64_t src_span = 0, dst_span = 0, size = 0;
     const bool mergeable =
-        !__builtin_mul_overflow(inner.src, inner.size, &src_span) &&
-        !__builtin_mul_overflow(inner.dst, inner.size, &dst_span) &&
-        !__builtin_mul_overflow(inner.size, outer.size, &size) &&
+        !platform::mul_overflow(inner.src, inner.size, src_span) &&
+        !platform::mul_overflow(inner.dst, inner.size, dst_span) &&
+        !platform::mul_overflow(inner.size, outer.size, size) &&
         outer.src == src_span && outer.dst == dst_span;
     if (mergeable) {
       inner.size = size;
