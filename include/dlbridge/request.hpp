@@ -34,6 +34,15 @@ struct ExchangeRequest {
   ImportPolicy require;
 };
 
+// Whether a consumer's request asks nothing of the result: no device, no
+// copy decision, no requirement. plan_import then takes any tensor as it
+// is (no copy, same device), so a hot path may skip planning.
+inline bool asks_nothing(const ExchangeRequest& r) noexcept {
+  const ImportPolicy& p = r.require;
+  return !r.device && !r.copy && !p.require_c_contiguous && !p.require_writable &&
+         !p.require_host_accessible && p.min_alignment <= 1;
+}
+
 // The names each side used before there was one type.
 using ExportRequest = ExchangeRequest;
 using ImportRequest = ExchangeRequest;

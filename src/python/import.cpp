@@ -22,6 +22,8 @@ namespace {
 // (plan_import): a move to another device, the copy that copy=True
 // promises, or a copy=False refusal.
 Tensor finish_import(Tensor t, const ExchangeRequest& request, bool copied_by_producer) {
+  // plan_import's identity case, skipped: from_dlpack(x) of a tensor.
+  if (asks_nothing(request)) return t;
   const ImportPlan plan = plan_import(t.view(), request, copied_by_producer);
   return carry_out_plan(std::move(t), plan, request.stream);
 }
@@ -32,7 +34,7 @@ Tensor import_from_producer(nb::handle x, ProducerType& known, const ExchangeReq
     return finish_import(import_object(resolved, ExchangeRequest{}), request, true);
   ManagedTensor managed = import_dlpack(x, known, request);
   const bool copied = (managed.flags() & DLBRIDGE_FLAG_IS_COPIED) != 0;
-  if (!request.device && !request.copy) return tensor_from_managed(std::move(managed));
+  if (asks_nothing(request)) return tensor_from_managed(std::move(managed));
   return finish_import(tensor_from_managed(std::move(managed)), request, copied);
 }
 

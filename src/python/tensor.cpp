@@ -92,8 +92,8 @@ Tensor carry_out_plan(Tensor source, const ExchangePlan& plan, StreamArg stream)
   // the copy (Tensor.copy() of 8x8 float32: 4600 instructions,
   // bench/callgrind.py).
   constexpr int64_t small_copy_bytes = int64_t(1) << 20;
-  if (!plan.to && v.nbytes() < small_copy_bytes)
-    return tensor_from_managed(*carry_out(v, plan, stream, flags));
+  if (!plan.to && !stream.given && v.nbytes() < small_copy_bytes)
+    return tensor_from_managed(copy_to_compact(v, flags));  // carry_out's host-only copy
   Tensor out;
   {
     GilReleased unlocked;  // large copies and device transfers run without the GIL

@@ -56,6 +56,13 @@ TEST_F(Consumer, APlainRequestTakesTheTensorAsItIs) {
   EXPECT_EQ(p.target, cpu);
   EXPECT_FALSE(dlbridge::carry_out(host, p));
   EXPECT_EQ(fake->availability_calls, 0);
+  // Such a request is recognised, so hot paths may skip planning it.
+  EXPECT_TRUE(dlbridge::asks_nothing(request(std::nullopt)));
+  EXPECT_FALSE(dlbridge::asks_nothing(request(std::nullopt, false)));
+  EXPECT_FALSE(dlbridge::asks_nothing(request(cpu)));
+  ImportRequest aligned = request(std::nullopt);
+  aligned.require.min_alignment = 64;
+  EXPECT_FALSE(dlbridge::asks_nothing(aligned));
 }
 
 TEST_F(Consumer, AnotherDeviceIsACopyThatAsksTheDeviceOnce) {
