@@ -80,6 +80,10 @@ struct DLDataType {
 // ndim != 0; older producers may leave it NULL, meaning compact row-major.
 // A size-0 tensor may have data == NULL; ndim == 0 may have shape == NULL.
 struct DLTensor {
+  // The start of the allocation, an address on most devices; on some device
+  // types an opaque handle (OpenCL: a cl_mem), on which no pointer
+  // arithmetic is valid (DeviceTypeInfo::direct_address says which). Element
+  // 0 is byte_offset bytes into it.
   void* data;
   DLDevice device;
   int32_t ndim;

@@ -19,13 +19,17 @@ struct DeviceTypeInfo {
   std::string_view dl_name;     // "kDLCUDA"
   std::string_view short_name;  // "cuda", as in "cuda:1"
   bool host_accessible;         // plain CPU loads and stores reach the memory
+  // DLTensor::data is an address in the device's address space. Where it is
+  // an opaque handle instead (OpenCL's cl_mem, as the DLPack header says),
+  // dlbridge does no arithmetic on it: no alignment or address-wrap checks.
+  bool direct_address = true;
 };
 
 inline constexpr DeviceTypeInfo device_type_table[] = {
     {abi::kDLCPU, "kDLCPU", "cpu", true},
     {abi::kDLCUDA, "kDLCUDA", "cuda", false},
     {abi::kDLCUDAHost, "kDLCUDAHost", "cuda_host", true},
-    {abi::kDLOpenCL, "kDLOpenCL", "opencl", false},
+    {abi::kDLOpenCL, "kDLOpenCL", "opencl", false, false},  // data is a cl_mem
     {abi::kDLVulkan, "kDLVulkan", "vulkan", false},
     {abi::kDLMetal, "kDLMetal", "metal", false},
     {abi::kDLVPI, "kDLVPI", "vpi", false},
@@ -64,6 +68,13 @@ constexpr bool is_known_device_type(int32_t value) noexcept {
 constexpr bool is_host_accessible(DeviceType type) noexcept {
   const int i = detail::device_type_index(type);
   return i >= 0 && device_type_table[i].host_accessible;
+}
+
+// Whether data of this type is an address dlbridge may check (alignment,
+// wrap-around); unknown types are treated as addresses, the common case.
+constexpr bool has_direct_address(DeviceType type) noexcept {
+  const int i = detail::device_type_index(type);
+  return i < 0 || device_type_table[i].direct_address;
 }
 
 // "kDLCUDA", or the bare number ("99") for an unknown type.

@@ -1,6 +1,8 @@
 // What a producer answers when a consumer asks for a device (dl_device): the
 // request is served, the type is known but absent here, or the type is one
-// this build cannot serve at all. The messages extend JAX's to_dlpack ones.
+// this build cannot serve at all. The messages extend JAX's to_dlpack ones;
+// the one that lists the served types is in request.hpp, beside the
+// registry that knows them.
 #pragma once
 
 #include <string>
@@ -16,32 +18,12 @@ enum class DeviceSupport {
   unsupported,  // a type (or number) this build cannot serve
 };
 
-// The device types this build knows how to serve when a runtime is present.
-inline constexpr DeviceType servable_device_types[] = {
-    abi::kDLCPU, abi::kDLCUDA, abi::kDLCUDAHost, abi::kDLCUDAManaged};
-
-inline std::string servable_device_list() {
-  std::string text;
-  for (DeviceType t : servable_device_types) {
-    if (!text.empty()) text += ", ";
-    text += device_type_label(t);
-  }
-  return text;
-}
-
 // The sentence every unsupported_device_type message starts with (JAX's,
 // which users search for), whether the type came in a dl_device request or
 // in a tensor handed over for import.
 inline std::string unsupported_device_sentence(int32_t type) {
   return "The device specification passed to to_dlpack contains an unsupported "
          "device type (DLDeviceType: " + device_type_label(type) + ").";
-}
-
-[[noreturn]] inline void fail_unsupported_device(int32_t type) {
-  detail::fail(ErrorCode::unsupported_device_type, unsupported_device_sentence(type),
-               "dlbridge serves " + servable_device_list() +
-                   ". Pass dl_device=None to keep the tensor on its own device, or "
-                   "request one of those types.");
 }
 
 [[noreturn]] inline void fail_unavailable_device(Device device,

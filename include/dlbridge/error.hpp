@@ -2,6 +2,8 @@
 // Python layer, which maps each code to its own exception class) what failed.
 #pragma once
 
+#include <cstddef>
+#include <exception>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -9,48 +11,92 @@
 
 namespace dlbridge {
 
-// The stable codes of api.md. Their spelling is part of the public contract:
-// docs/errors.md documents each, and Python exposes them as `.code`.
+// The one table of error codes. Every layer reads it: the ErrorCode enum and
+// its names below, the C exchange API's error kinds (exchange_api.hpp), the
+// Python extension's exception mapping (src/python/errors.cpp) and the
+// Python classes (python/dlbridge/errors.py builds them from this table
+// through the extension). docs/errors.md documents each code from
+// python/dlbridge/catalogue/dlbridge.json; tests/python/test_error_table.py
+// checks that the two agree.
+//
+// X(code, python_class, python_bases, meaning):
+//   code          the stable name: the C++ enumerator, Python's `.code`;
+//   python_class  the dlbridge exception class, or the built-in one
+//                 (ValueError, MemoryError) for codes Python reports as such;
+//   python_bases  the class's bases, in order; empty for built-ins;
+//   meaning       one line: what went wrong (the class docstring).
+#define DLBRIDGE_ERROR_CODES(X)                                                              \
+  X(unsupported_device_type, "UnsupportedDeviceError", "DLPackError",                       \
+    "A DLDeviceType that this build cannot serve.")                                         \
+  X(device_unavailable, "DeviceUnavailableError", "DLPackError",                            \
+    "A supported device type whose backend or device id is absent here.")                   \
+  X(unsupported_dtype, "UnsupportedDTypeError", "DLPackError",                              \
+    "A dtype that the target cannot hold.")                                                 \
+  X(unsupported_layout, "LayoutError", "DLPackError",                                       \
+    "Strides or offsets the target cannot represent without a forbidden copy.")             \
+  X(read_only, "ReadOnlyError", "DLPackError",                                              \
+    "Read-only data requested as writable, or as a legacy capsule without copy=True.")      \
+  X(unsupported_version, "VersionError", "DLPackError",                                     \
+    "A DLPack major version from the future, or a max_version that cannot be met.")         \
+  X(copy_required, "CopyRequiredError", "DLPackError ValueError",                           \
+    "copy=False where only a copy would do (also a ValueError, as the array API asks).")    \
+  X(invalid_stream, "StreamError", "DLPackError ValueError",                                \
+    "A stream value that is invalid for the device (also a ValueError: a bad argument).")   \
+  X(capsule_consumed, "ConsumedCapsuleError", "DLPackError",                                \
+    "A DLPack capsule that was already consumed.")                                          \
+  X(invalid_tensor, "InvalidTensorError", "DLPackError", "A malformed DLTensor.")           \
+  X(producer_refused, "ProducerError", "DLPackError",                                       \
+    "The producer refused the export for a reason no other code names; its exception "     \
+    "is the __cause__.")                                                                    \
+  X(invalid_argument, "ValueError", "", "An argument value dlbridge cannot use.")           \
+  X(out_of_memory, "MemoryError", "", "An allocation failed.")
+
 enum class ErrorCode {
-  unsupported_device_type,
-  device_unavailable,
-  unsupported_dtype,
-  unsupported_layout,
-  read_only,
-  unsupported_version,
-  copy_required,
-  invalid_stream,
-  capsule_consumed,
-  invalid_tensor,
-  invalid_argument,  // bad argument values: Python maps it to ValueError
-  out_of_memory,     // allocation failure: Python maps it to MemoryError
+#define DLBRIDGE_ERROR_ENUMERATOR(code, python_class, python_bases, meaning) code,
+  DLBRIDGE_ERROR_CODES(DLBRIDGE_ERROR_ENUMERATOR)
+#undef DLBRIDGE_ERROR_ENUMERATOR
 };
 
-inline constexpr ErrorCode all_error_codes[] = {
-    ErrorCode::unsupported_device_type, ErrorCode::device_unavailable,
-    ErrorCode::unsupported_dtype,       ErrorCode::unsupported_layout,
-    ErrorCode::read_only,               ErrorCode::unsupported_version,
-    ErrorCode::copy_required,           ErrorCode::invalid_stream,
-    ErrorCode::capsule_consumed,        ErrorCode::invalid_tensor,
-    ErrorCode::invalid_argument,        ErrorCode::out_of_memory,
+struct ErrorCodeInfo {
+  ErrorCode code;
+  std::string_view name;
+  std::string_view python_class;
+  std::string_view python_bases;  // space-separated; empty for a built-in class
+  std::string_view meaning;
 };
+
+inline constexpr ErrorCodeInfo error_code_table[] = {
+#define DLBRIDGE_ERROR_ROW(code, python_class, python_bases, meaning) \
+  {ErrorCode::code, #code, python_class, python_bases, meaning},
+    DLBRIDGE_ERROR_CODES(DLBRIDGE_ERROR_ROW)
+#undef DLBRIDGE_ERROR_ROW
+};
+
+inline constexpr size_t error_code_count = sizeof(error_code_table) / sizeof(error_code_table[0]);
+
+// The table's row of code (rows are in enumerator order).
+constexpr const ErrorCodeInfo& error_code_info(ErrorCode code) noexcept {
+  return error_code_table[static_cast<size_t>(code)];
+}
 
 constexpr std::string_view error_code_name(ErrorCode code) noexcept {
-  switch (code) {
-    case ErrorCode::unsupported_device_type: return "unsupported_device_type";
-    case ErrorCode::device_unavailable: return "device_unavailable";
-    case ErrorCode::unsupported_dtype: return "unsupported_dtype";
-    case ErrorCode::unsupported_layout: return "unsupported_layout";
-    case ErrorCode::read_only: return "read_only";
-    case ErrorCode::unsupported_version: return "unsupported_version";
-    case ErrorCode::copy_required: return "copy_required";
-    case ErrorCode::invalid_stream: return "invalid_stream";
-    case ErrorCode::capsule_consumed: return "capsule_consumed";
-    case ErrorCode::invalid_tensor: return "invalid_tensor";
-    case ErrorCode::invalid_argument: return "invalid_argument";
-    case ErrorCode::out_of_memory: return "out_of_memory";
-  }
-  return "unknown";
+  return static_cast<size_t>(code) < error_code_count ? error_code_info(code).name : "unknown";
+}
+
+// The code of a name of the table; false when there is none.
+constexpr bool find_error_code(std::string_view name, ErrorCode& out) noexcept {
+  for (const ErrorCodeInfo& row : error_code_table)
+    if (row.name == name) {
+      out = row.code;
+      return true;
+    }
+  return false;
+}
+
+// Whether Python reports the code as a built-in exception (ValueError,
+// MemoryError) rather than a dlbridge.DLPackError.
+constexpr bool is_builtin_python_error(ErrorCode code) noexcept {
+  return error_code_info(code).python_bases.empty();
 }
 
 // what() is "<message> <hint>", so a plain catch still shows the fix.
@@ -76,6 +122,20 @@ class Error : public std::runtime_error {
 };
 
 namespace detail {
+
+// The one way an exception stops at a boundary C cannot cross (a C function
+// pointer of the exchange API, a Python slot): body's result, or `failed`
+// after on_error (noexcept) has been handed the exception to report.
+template <typename Result, typename OnError, typename Body>
+Result error_boundary(Result failed, OnError&& on_error, Body&& body) noexcept {
+  try {
+    return body();
+  } catch (...) {
+    on_error(std::current_exception());
+    return failed;
+  }
+}
+
 [[noreturn]] inline void fail(ErrorCode code, const std::string& message,
                               std::string hint = {}) {
   throw Error(code, message, std::move(hint));

@@ -21,24 +21,40 @@ namespace dlbridge {
 
 namespace detail {
 
+// A table entry's boundary: 0, or -1 with the exception handed to the
+// provider (the Python binding sets the Python error it stands for).
 template <typename Provider, typename Body>
 int c_boundary(Body&& body) noexcept {
-  try {
+  return error_boundary(-1, &Provider::report_error, [&] {
     body();
     return 0;
-  } catch (...) {
-    Provider::report_error(std::current_exception());
-    return -1;
-  }
+  });
 }
 
 // The Python exception class name a SetError callback is given for a code:
-// what a Python caller of dlbridge would have seen.
+// the built-in class a Python caller of dlbridge would have caught (every
+// dlbridge.DLPackError is a BufferError), from the error table.
 constexpr const char* python_error_kind(ErrorCode code) noexcept {
-  switch (code) {
-    case ErrorCode::invalid_argument: return "ValueError";
-    case ErrorCode::out_of_memory: return "MemoryError";
-    default: return "BufferError";
+  return is_builtin_python_error(code) ? error_code_info(code).python_class.data()
+                                       : "BufferError";
+}
+
+// What a SetError callback is told of an exception: the Python class name a
+// Python caller would have caught, and the text.
+inline void report_to(void* error_ctx,
+                      void (*set_error)(void* error_ctx, const char* kind, const char* message),
+                      std::exception_ptr error) noexcept {
+  if (set_error == nullptr) return;
+  try {
+    std::rethrow_exception(error);
+  } catch (const Error& e) {
+    set_error(error_ctx, python_error_kind(e.code()), e.what());
+  } catch (const std::bad_alloc&) {
+    set_error(error_ctx, "MemoryError", "dlbridge allocator: out of memory");
+  } catch (const std::exception& e) {
+    set_error(error_ctx, "RuntimeError", e.what());
+  } catch (...) {
+    set_error(error_ctx, "RuntimeError", "dlbridge allocator: unknown error");
   }
 }
 
@@ -69,7 +85,10 @@ const abi::DLPackExchangeAPI* make_exchange_api() noexcept {
                                            const char* message)) {
       // The allocator reports through set_error, not through report_error:
       // its caller may not be Python at all.
-      try {
+      auto report = [&](std::exception_ptr error) noexcept {
+        detail::report_to(error_ctx, set_error, error);
+      };
+      return detail::error_boundary(-1, report, [&] {
         std::vector<int64_t> shape = detail::prototype_shape(prototype);
         if (prototype->device.device_type != abi::kDLCPU)
           detail::fail(ErrorCode::device_unavailable,
@@ -77,16 +96,7 @@ const abi::DLPackExchangeAPI* make_exchange_api() noexcept {
                            device_type_label(prototype->device.device_type) + ".");
         *out = allocate_compact(DType::from_dl(prototype->dtype), shape).release_versioned();
         return 0;
-      } catch (const Error& e) {
-        if (set_error) set_error(error_ctx, detail::python_error_kind(e.code()), e.what());
-      } catch (const std::bad_alloc&) {
-        if (set_error) set_error(error_ctx, "MemoryError", "dlbridge allocator: out of memory");
-      } catch (const std::exception& e) {
-        if (set_error) set_error(error_ctx, "RuntimeError", e.what());
-      } catch (...) {
-        if (set_error) set_error(error_ctx, "RuntimeError", "dlbridge allocator: unknown error");
-      }
-      return -1;
+      });
     }
     static int from_object(void* object, abi::DLManagedTensorVersioned** out) {
       return detail::c_boundary<Provider>([&] { *out = Provider::to_managed(object); });

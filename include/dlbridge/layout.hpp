@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "detail/platform.hpp"
 #include "dtype.hpp"
 #include "error.hpp"
 
@@ -21,10 +22,10 @@ inline constexpr int32_t max_ndim = 64;
 namespace detail {
 
 inline bool mul_overflows(int64_t a, int64_t b, int64_t& out) noexcept {
-  return __builtin_mul_overflow(a, b, &out);
+  return platform::mul_overflow(a, b, out);
 }
 inline bool add_overflows(int64_t a, int64_t b, int64_t& out) noexcept {
-  return __builtin_add_overflow(a, b, &out);
+  return platform::add_overflow(a, b, out);
 }
 
 // Shape or strides of up to max_ndim dims, inline for the common small case
@@ -100,14 +101,21 @@ inline std::optional<int64_t> element_count(int32_t ndim, const int64_t* shape) 
   return count;
 }
 
-// C-contiguous in the sense that matters for aliasing: dims of size 1 may
-// carry any stride, and a size-0 tensor is contiguous whatever its strides.
-inline bool is_c_contiguous(int32_t ndim, const int64_t* shape,
-                            const int64_t* strides) {
-  int64_t expected = 1;
+enum class Order {
+  c,  // row-major: the last dimension varies fastest
+  f,  // column-major (Fortran): the first dimension varies fastest
+};
+
+// Contiguous in `order`, in the sense that matters for aliasing: dims of
+// size 1 may carry any stride, and a size-0 tensor is contiguous whatever
+// its strides. The one definition; the two names below spell its orders.
+inline bool is_contiguous(int32_t ndim, const int64_t* shape, const int64_t* strides,
+                          Order order) {
   for (int32_t d = 0; d < ndim; ++d)
     if (shape[d] == 0) return true;
-  for (int32_t d = ndim - 1; d >= 0; --d) {
+  int64_t expected = 1;
+  for (int32_t k = 0; k < ndim; ++k) {
+    const int32_t d = order == Order::c ? ndim - 1 - k : k;
     if (shape[d] == 1) continue;
     if (strides[d] != expected) return false;
     if (detail::mul_overflows(expected, shape[d], expected)) return false;
@@ -115,17 +123,12 @@ inline bool is_c_contiguous(int32_t ndim, const int64_t* shape,
   return true;
 }
 
-inline bool is_f_contiguous(int32_t ndim, const int64_t* shape,
-                            const int64_t* strides) {
-  int64_t expected = 1;
-  for (int32_t d = 0; d < ndim; ++d)
-    if (shape[d] == 0) return true;
-  for (int32_t d = 0; d < ndim; ++d) {
-    if (shape[d] == 1) continue;
-    if (strides[d] != expected) return false;
-    if (detail::mul_overflows(expected, shape[d], expected)) return false;
-  }
-  return true;
+inline bool is_c_contiguous(int32_t ndim, const int64_t* shape, const int64_t* strides) {
+  return is_contiguous(ndim, shape, strides, Order::c);
+}
+
+inline bool is_f_contiguous(int32_t ndim, const int64_t* shape, const int64_t* strides) {
+  return is_contiguous(ndim, shape, strides, Order::f);
 }
 
 // What a consumer accepts of a layout, as data (dlbridge.convert keeps one
@@ -209,7 +212,7 @@ inline std::optional<ByteExtent> byte_extent(int32_t ndim, const int64_t* shape,
   // bytes() and address checks compute high - low and -low; a range that
   // wide cannot be addressed anyway.
   int64_t width = 0;
-  if (__builtin_sub_overflow(hi, lo, &width)) return std::nullopt;
+  if (detail::platform::sub_overflow(hi, lo, width)) return std::nullopt;
   return ByteExtent{lo, hi};
 }
 

@@ -79,6 +79,16 @@ class TensorView {
   }
 
   // Raises the first requirement of policy that this view misses.
+  // Whether check(policy) would pass, without throwing: a consumer plans a
+  // copy for what fails it.
+  bool meets(const ImportPolicy& policy) const noexcept {
+    return !(policy.require_writable && readonly()) &&
+           !(policy.require_host_accessible && !is_host_accessible(device_.type)) &&
+           !(policy.require_c_contiguous && !is_c_contiguous()) &&
+           !(policy.min_alignment > 1 && has_direct_address(device_.type) &&
+             reinterpret_cast<uintptr_t>(data()) % policy.min_alignment != 0);
+  }
+
   void check(const ImportPolicy& policy) const {
     if (policy.require_writable && readonly())
       detail::fail(ErrorCode::read_only,
@@ -95,7 +105,8 @@ class TensorView {
                        dims_text(strides_) + " for shape " + dims_text(shape_) +
                        ").",
                    "Allow a copy (copy=None or copy=True) to get a compact tensor.");
-    if (policy.min_alignment > 1 &&
+    // Alignment is a property of addresses; an opaque handle has none.
+    if (policy.min_alignment > 1 && has_direct_address(device_.type) &&
         reinterpret_cast<uintptr_t>(data()) % policy.min_alignment != 0)
       detail::fail(ErrorCode::unsupported_layout,
                    "The data address is not aligned to " +
@@ -136,12 +147,11 @@ class TensorView {
   // True when elements are packed several to a byte.
   bool packed() const noexcept { return dtype_.is_subbyte() && !subbyte_padded(); }
 
-  bool is_c_contiguous() const noexcept {
-    return dlbridge::is_c_contiguous(ndim(), shape(), strides());
+  bool is_contiguous(Order order) const noexcept {
+    return dlbridge::is_contiguous(ndim(), shape(), strides(), order);
   }
-  bool is_f_contiguous() const noexcept {
-    return dlbridge::is_f_contiguous(ndim(), shape(), strides());
-  }
+  bool is_c_contiguous() const noexcept { return is_contiguous(Order::c); }
+  bool is_f_contiguous() const noexcept { return is_contiguous(Order::f); }
 
   // A DLTensor describing this view; its shape and strides point into the
   // view, so it is valid while the view lives and is not moved.
@@ -206,9 +216,8 @@ class TensorView {
                    unsupported_device_sentence(t.device.device_type) +
                        " The producer handed over a tensor on it, which is not a "
                        "DLPack 1.3 device type.",
-                   "dlbridge serves " + servable_device_list() +
-                       ". Ask the producer for one of those (dl_device=(1, 0) for "
-                       "the CPU), or pass dl_device=None where you export it.");
+                   "Ask the producer for a DLPack 1.3 device type (dl_device=(1, 0) "
+                   "for the CPU), or pass dl_device=None where you export it.");
     if (t.device.device_id < 0)
       malformed("device_id = " + std::to_string(t.device.device_id) +
                 " is negative.");
@@ -259,12 +268,14 @@ class TensorView {
       malformed("strides " + dims_text(strides_) + " with shape " +
                 dims_text(shape_) + " address more than int64 bytes.");
     extent_ = *range;
+    // An opaque handle is not an address: nothing to wrap around.
+    if (!has_direct_address(device_.type)) return;
     // Element 0 and both ends of the touched range must be real addresses.
     const uint64_t base = reinterpret_cast<uintptr_t>(data_);
     uint64_t first = 0, high = 0;
-    if (__builtin_add_overflow(base, byte_offset_, &first) ||
+    if (detail::platform::add_overflow(base, byte_offset_, first) ||
         (extent_.low < 0 && first < uint64_t(-extent_.low)) ||
-        __builtin_add_overflow(first, uint64_t(extent_.high), &high))
+        detail::platform::add_overflow(first, uint64_t(extent_.high), high))
       malformed("data + byte_offset + strides wrap around the address space.");
   }
 

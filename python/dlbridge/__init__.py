@@ -16,6 +16,11 @@ from ._core import (
     inspect_capsule,
     to_dlpack,
 )
+from . import _core, errors as _errors
+
+# The extension raises the package's classes for coded C++ errors; it never imports the package.
+_core._register_error_classes(_errors.ERROR_CLASSES, _errors.DLPackError)
+
 from ._paths import get_cmake_dir, get_include, get_pkgconfig_dir  # noqa: F401  (C++ extension authors)
 from .convert import convert
 from .adapters import importing as _arrow_second_look  # noqa: F401  (installs it into from_dlpack)

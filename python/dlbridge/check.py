@@ -1,5 +1,5 @@
 """``dlbridge check TARGET``: one producer against every DLPack 1.3 producer rule that
-can be observed from outside (dlpack-facts.md, "Rules for a producer").
+can be observed from outside (docs/dlpack-rules.md, "Rules for a producer").
 
 TARGET is numpy, torch, jax, tvm_ffi, dlbridge, tensorflow, paddle, arrow, warp, mlx, or ``module:factory`` where
 ``factory(shape, dtype, readonly=False)`` returns a fresh CPU array (``readonly``

@@ -4,9 +4,14 @@ Every class subclasses :class:`DLPackError`, itself a :class:`BufferError`, so
 code that already falls back on ``BufferError`` keeps working. ``code`` is a
 stable string (documented in docs/errors.md, shown by ``dlbridge explain``),
 ``hint`` says what to do about it, and ``record`` / ``link`` lead to its catalogue entry.
+
+The classes are made from the core's table of error codes; the package registers them with the
+extension (``dlbridge/__init__.py``), which raises them for the C++ errors of each code.
 """
 
 from __future__ import annotations
+
+from . import _core
 
 
 class DLPackError(BufferError):
@@ -29,93 +34,27 @@ class DLPackError(BufferError):
 
     @property
     def link(self) -> str | None:
-        """Where the entry is documented, e.g. ``docs/errors.md#read_only``."""
+        """Where the entry is documented: ``docs/errors.md#`` and the code."""
         record = self.record
         return record.link if record is not None else None
 
 
-class UnsupportedDeviceError(DLPackError):
-    """A DLDeviceType that this build cannot serve."""
-
-    code = "unsupported_device_type"
-
-
-class DeviceUnavailableError(DLPackError):
-    """A supported device type whose backend or device id is absent."""
-
-    code = "device_unavailable"
-
-
-class UnsupportedDTypeError(DLPackError):
-    """A dtype that the target cannot hold."""
-
-    code = "unsupported_dtype"
+def _classes_of_the_table() -> dict[str, type[DLPackError]]:
+    """One class per coded row of the C++ core's error table (include/dlbridge/error.hpp): its name,
+    bases and docstring come from the row, so no code is spelled twice. Codes whose class is a
+    built-in (ValueError, MemoryError) have none here."""
+    bases_by_name = {"DLPackError": DLPackError, "ValueError": ValueError}
+    classes = {}
+    for code, name, bases, meaning in _core._error_codes():
+        if not bases:
+            continue
+        namespace = {"__doc__": meaning, "__module__": __name__, "__qualname__": name, "code": code}
+        classes[code] = type(name, tuple(bases_by_name[b] for b in bases), namespace)
+    return classes
 
 
-class LayoutError(DLPackError):
-    """Strides or offsets the target cannot represent without a forbidden copy."""
-
-    code = "unsupported_layout"
-
-
-class ReadOnlyError(DLPackError):
-    """Read-only data requested as writable, or as a legacy capsule without copy=True."""
-
-    code = "read_only"
-
-
-class VersionError(DLPackError):
-    """A DLPack major version from the future, or a max_version that cannot be met."""
-
-    code = "unsupported_version"
-
-
-class CopyRequiredError(DLPackError, ValueError):
-    """copy=False where only a copy would do.
-
-    Also a ValueError: the array API standard asks from_dlpack for a
-    ValueError when device= needs a copy that copy=False forbids, and for a
-    BufferError otherwise; one class that is both meets either reading.
-    """
-
-    code = "copy_required"
-
-
-class StreamError(DLPackError, ValueError):
-    """A stream value that is invalid for the device.
-
-    Also a ValueError: the stream is a bad argument, not a tensor that
-    cannot be expressed (NumPy raises ValueError for it).
-    """
-
-    code = "invalid_stream"
-
-
-class ConsumedCapsuleError(DLPackError):
-    """A DLPack capsule that was already consumed."""
-
-    code = "capsule_consumed"
-
-
-class InvalidTensorError(DLPackError):
-    """A malformed DLTensor."""
-
-    code = "invalid_tensor"
-
-
-class ProducerError(DLPackError):
-    """The producer's own __dlpack__ refused the export for a reason dlbridge
-    cannot map to a more specific code; its exception is the __cause__."""
-
-    code = "producer_refused"
-
-
-ERROR_CLASSES = {
-    cls.code: cls
-    for cls in (
-        UnsupportedDeviceError, DeviceUnavailableError, UnsupportedDTypeError, LayoutError, ReadOnlyError,
-        VersionError, CopyRequiredError, StreamError, ConsumedCapsuleError, InvalidTensorError, ProducerError,
-    )
-}
+# code -> class; each class is also a name of this module (dlbridge.errors.ReadOnlyError).
+ERROR_CLASSES = _classes_of_the_table()
+globals().update({cls.__name__: cls for cls in ERROR_CLASSES.values()})
 
 __all__ = ["DLPackError", "ERROR_CLASSES", *(cls.__name__ for cls in ERROR_CLASSES.values())]

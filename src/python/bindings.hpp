@@ -54,13 +54,8 @@ class Tensor {
   bool writability_unknown_ = false;
 };
 
-// What a caller of __dlpack__ / from_dlpack asked for, already parsed.
-struct ExchangeRequest {
-  std::optional<abi::DLPackVersion> max_version;
-  std::optional<Device> device;
-  std::optional<bool> copy;
-  nb::object stream = nb::none();
-};
+// What a caller of __dlpack__ / from_dlpack asks for, once parsed, is the
+// core's dlbridge::ExchangeRequest (request.hpp): one type for both sides.
 
 // --- errors.cpp
 void register_error_translator(nb::module_& m);
@@ -68,12 +63,21 @@ void register_error_translator(nb::module_& m);
 // exception stands for. Used by raw slots and C function pointers, which
 // return -1 instead of letting an exception cross.
 void set_python_error(std::exception_ptr error) noexcept;
+// A raw Python slot or C entry point: body's result, or `failed` with the
+// Python error set (detail::error_boundary with set_python_error).
+template <typename Result, typename Body>
+Result python_boundary(Result failed, Body&& body) noexcept {
+  return detail::error_boundary(failed, &set_python_error, std::forward<Body>(body));
+}
 // getattr(x, name, None) as Python defines it: only an AttributeError means
 // "absent"; any other exception raised by a property (KeyboardInterrupt
 // included) propagates.
 nb::object attribute_or_none(nb::handle x, const char* name);
 // Whether a caught Python exception is a dlbridge.DLPackError (coded).
 bool is_dlpack_error(const nb::python_error& error);
+// The Python class of a code: the one the package registered, or the
+// built-in one (a plain BufferError before registration).
+PyObject* python_error_class(ErrorCode code) noexcept;
 // The UTF-8 text of a str; a str that has none (lone surrogates) raises
 // UnicodeEncodeError, a ValueError, instead of nanobind's bare cast_error.
 std::string utf8_of(nb::handle text);
@@ -112,7 +116,12 @@ Tensor tensor_from_managed(ManagedTensor&& managed);
 // A compact copy on target; a copy to a device is queued on consumer_stream
 // (a DLPack stream value; absent: the device's default stream).
 Tensor copy_tensor(const Tensor& source, Device target, StreamArg consumer_stream = {});
+// The core's carry_out for a dlbridge.Tensor: the copy (large ones without
+// the GIL), or the tensor itself relabelled to plan.target.
+Tensor carry_out_plan(Tensor source, const ExchangePlan& plan, StreamArg stream);
 nb::object export_capsule(const Tensor& tensor, const ExchangeRequest& request);
+// A stream argument of __dlpack__ / to_dlpack: None or an int.
+StreamArg stream_from_python(nb::handle stream);
 
 // --- host_views.cpp
 // Py_bf_getbuffer / Py_bf_releasebuffer for dlbridge.Tensor.

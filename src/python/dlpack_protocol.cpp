@@ -35,19 +35,15 @@ struct ProducerType {
 namespace {
 
 // The stream dlbridge asks a producer to make data ready on: the family's
-// default, which every blocking stream is ordered after. None for host
-// memory, where the spec gives streams no meaning.
-nb::object default_stream_for(DeviceType type) {
-  switch (type) {
-    case abi::kDLCUDA:
-    case abi::kDLCUDAManaged: return nb::int_(1);  // legacy default stream
-    case abi::kDLROCM: return nb::int_(0);         // ROCm's default stream
-    default: return nb::none();
-  }
+// default (backend::default_stream_arg).
+StreamArg stream_for_producer(nb::handle x) {
+  return backend::default_stream_arg(
+      device_from_dlpack_device(x.attr("__dlpack_device__")(), x).type);
 }
 
-nb::object stream_for_producer(nb::handle x) {
-  return default_stream_for(device_from_dlpack_device(x.attr("__dlpack_device__")(), x).type);
+// A stream value as the producer's __dlpack__ receives it.
+nb::object stream_object(StreamArg stream) {
+  return stream.given ? nb::object(nb::int_(stream.value)) : nb::none();
 }
 
 // Only types with __dlpack__ are entered, so a hit also answers "is this a
@@ -106,7 +102,7 @@ nb::object call_dlpack_probing(nb::handle x, ProducerType& known, const Exchange
   if (request.device || request.copy == false) {
     nb::dict kwargs;
     kwargs["max_version"] = nb::make_tuple(DLBRIDGE_DLPACK_MAJOR, DLBRIDGE_DLPACK_MINOR);
-    if (!request.stream.is_none()) kwargs["stream"] = request.stream;
+    if (request.stream.given) kwargs["stream"] = stream_object(request.stream);
     if (request.device)
       kwargs["dl_device"] = nb::make_tuple(int32_t(request.device->type), request.device->id);
     // copy=True is not forwarded: dlbridge copies itself, so that "never
@@ -125,7 +121,7 @@ nb::object call_dlpack_probing(nb::handle x, ProducerType& known, const Exchange
   }
   if (known.level != ProtocolLevel::no_keywords) {
     try {
-      nb::object capsule = call_dlpack_max_version(x, request.stream);
+      nb::object capsule = call_dlpack_max_version(x, stream_object(request.stream));
       known.level = ProtocolLevel::max_version_only;
       return capsule;
     } catch (nb::python_error& e) {
@@ -167,7 +163,7 @@ ManagedTensor import_dlpack_once(nb::handle x, ProducerType& known,
                                 const ExchangeRequest& request) {
   if (auto managed = import_exchange_api(x, known, request)) return std::move(*managed);
   if (known.level == ProtocolLevel::max_version_only && !request.device && request.copy != false)
-    return consume_capsule(call_dlpack_max_version(x, request.stream));
+    return consume_capsule(call_dlpack_max_version(x, stream_object(request.stream)));
   if (known.level == ProtocolLevel::no_keywords) return consume_capsule(x.attr("__dlpack__")());
   return consume_capsule(call_dlpack_probing(x, known, request));
 }
@@ -201,11 +197,11 @@ ProducerType* find_producer(nb::handle x) {
 // writes are still queued; such a tensor is dropped and asked for again
 // with the device's default stream (once per type: the type is marked).
 ManagedTensor import_dlpack(nb::handle x, ProducerType& known, ExchangeRequest request) {
-  if (known.serves_devices && request.stream.is_none()) request.stream = stream_for_producer(x);
+  if (known.serves_devices && !request.stream.given) request.stream = stream_for_producer(x);
   ManagedTensor managed = import_dlpack_once(x, known, request);
-  if (request.stream.is_none()) {
-    nb::object stream = default_stream_for(managed.view().device().type);
-    if (!stream.is_none()) {
+  if (!request.stream.given) {
+    const StreamArg stream = backend::default_stream_arg(managed.view().device().type);
+    if (stream.given) {
       known.serves_devices = true;
       managed.reset();
       request.stream = stream;

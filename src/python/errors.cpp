@@ -1,6 +1,8 @@
-// dlbridge::Error -> the Python exception class of its code (dlbridge.errors).
+// dlbridge::Error -> the Python exception class of its code, as the error
+// table (error.hpp) names it and the package registers it.
 #include <exception>
 #include <string>
+#include <string_view>
 
 #include "bindings.hpp"
 
@@ -8,27 +10,29 @@ namespace dlbridge::python {
 
 namespace {
 
-// Looked up on first use and kept for the process: the classes live in a
-// pure-Python module so that users can import them without the extension.
+// The Python class of each code of the error table (error.hpp), registered
+// by the package when it is imported (dlbridge/__init__.py calls
+// _register_error_classes): the extension never imports the package, so
+// there is no hidden import cycle. Before registration a coded error is a
+// plain BufferError.
+PyObject* registered_classes[error_code_count] = {};
+PyObject* dlpack_error_base = nullptr;
+
+PyObject* builtin_class(std::string_view name) {
+  if (name == "ValueError") return PyExc_ValueError;
+  if (name == "MemoryError") return PyExc_MemoryError;
+  return PyExc_BufferError;
+}
+
 PyObject* error_class(ErrorCode code) {
-  switch (code) {
-    case ErrorCode::invalid_argument: return PyExc_ValueError;
-    case ErrorCode::out_of_memory: return PyExc_MemoryError;
-    default: break;
-  }
-  static PyObject* classes = nullptr;
-  if (classes == nullptr) {
-    nb::object module = nb::module_::import_("dlbridge.errors");
-    classes = nb::object(module.attr("ERROR_CLASSES")).release().ptr();
-  }
-  std::string name(error_code_name(code));
-  PyObject* cls = PyDict_GetItemString(classes, name.c_str());
+  if (is_builtin_python_error(code)) return builtin_class(error_code_info(code).python_class);
+  PyObject* cls = registered_classes[static_cast<size_t>(code)];
   return cls != nullptr ? cls : PyExc_BufferError;
 }
 
 void raise_error(const Error& e) {
   PyObject* cls = error_class(e.code());
-  if (cls == PyExc_ValueError || cls == PyExc_MemoryError) {
+  if (is_builtin_python_error(e.code()) || cls == PyExc_BufferError) {
     PyErr_SetString(cls, e.what());
     return;
   }
@@ -38,6 +42,62 @@ void raise_error(const Error& e) {
     PyErr_SetObject(cls, value);
     Py_DECREF(value);
   }
+}
+
+// The table as Python reads it: (code, class name, (base names...), meaning).
+nb::tuple error_code_rows() {
+  nb::list rows;
+  for (const ErrorCodeInfo& row : error_code_table) {
+    nb::list bases;
+    std::string_view rest = row.python_bases;
+    while (!rest.empty()) {
+      const size_t space = rest.find(' ');
+      bases.append(nb::str(rest.data(), rest.substr(0, space).size()));
+      rest = space == std::string_view::npos ? std::string_view{} : rest.substr(space + 1);
+    }
+    rows.append(nb::make_tuple(nb::str(row.name.data(), row.name.size()),
+                               nb::str(row.python_class.data(), row.python_class.size()),
+                               nb::tuple(bases),
+                               nb::str(row.meaning.data(), row.meaning.size())));
+  }
+  return nb::tuple(rows);
+}
+
+// Checks the package's classes against the table before keeping them: one
+// class per coded row, of the table's name, subclassing `base`, whose
+// `code` is the row's.
+void register_error_classes(nb::dict classes, nb::handle base) {
+  if (!PyType_Check(base.ptr()) ||
+      !PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(base.ptr()),
+                        reinterpret_cast<PyTypeObject*>(PyExc_BufferError)))
+    throw nb::type_error("the base error class must be a BufferError subclass.");
+  PyObject* found[error_code_count] = {};
+  size_t coded = 0;
+  for (const ErrorCodeInfo& row : error_code_table) {
+    if (is_builtin_python_error(row.code)) continue;
+    ++coded;
+    const std::string code(row.name);
+    PyObject* cls = PyDict_GetItemString(classes.ptr(), code.c_str());
+    if (cls == nullptr || !PyType_Check(cls) ||
+        !PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(cls),
+                          reinterpret_cast<PyTypeObject*>(base.ptr())))
+      throw nb::value_error(("no error class subclassing the base for code " + code).c_str());
+    nb::handle type(cls);
+    if (nb::cast<std::string>(type.attr("__name__")) != row.python_class ||
+        nb::cast<std::string>(type.attr("code")) != code)
+      throw nb::value_error(("the class for code " + code + " is not " +
+                             std::string(row.python_class) + " with that code")
+                                .c_str());
+    found[static_cast<size_t>(row.code)] = cls;
+  }
+  if (size_t(nb::len(classes)) != coded)
+    throw nb::value_error("error classes for codes the table does not have.");
+  for (size_t k = 0; k < error_code_count; ++k) {
+    Py_XINCREF(found[k]);
+    Py_XSETREF(registered_classes[k], found[k]);
+  }
+  Py_INCREF(base.ptr());
+  Py_XSETREF(dlpack_error_base, base.ptr());
 }
 
 constexpr const char* cast_error_message =
@@ -99,10 +159,11 @@ nb::object attribute_or_none(nb::handle x, const char* name) {
 }
 
 bool is_dlpack_error(const nb::python_error& error) {
-  static PyObject* base =
-      nb::object(nb::module_::import_("dlbridge.errors").attr("DLPackError")).release().ptr();
-  return PyObject_IsInstance(error.value().ptr(), base) == 1;
+  return dlpack_error_base != nullptr &&
+         PyObject_IsInstance(error.value().ptr(), dlpack_error_base) == 1;
 }
+
+PyObject* python_error_class(ErrorCode code) noexcept { return error_class(code); }
 
 std::string utf8_of(nb::handle text) {
   Py_ssize_t size = 0;
@@ -111,8 +172,12 @@ std::string utf8_of(nb::handle text) {
   return std::string(data, size_t(size));
 }
 
-void register_error_translator(nb::module_&) {
+void register_error_translator(nb::module_& m) {
   nb::register_exception_translator(&translate);
+  m.def("_error_codes", &error_code_rows,
+        "The error table of the C++ core: (code, class name, base names, meaning) per code.");
+  m.def("_register_error_classes", &register_error_classes, nb::arg("classes"), nb::arg("base"),
+        "Called by the dlbridge package: the Python class of each coded error.");
 }
 
 bool python_is_finalizing() noexcept {

@@ -115,7 +115,7 @@ PyObject* from_dlpack_entry(PyObject*, PyObject* const* args, Py_ssize_t nargsf,
     PyObject* values[2] = {Py_None, Py_None};
     if (kwnames != nullptr) match_keywords("from_dlpack", names, 2, args + 1, kwnames, values);
     ExchangeRequest request{std::nullopt, dl_device_from_python(values[0]),
-                            copy_from_python(values[1]), nb::none()};
+                            copy_from_python(values[1]), {}, {}};
     try {
       return wrap_tensor(import_object(args[0], request)).release().ptr();
     } catch (...) {

@@ -6,6 +6,8 @@
 
 #include <string>
 
+#include <dlbridge/consumer.hpp>
+
 #include "array_like.hpp"
 #include "bindings.hpp"
 #include "devices.hpp"
@@ -16,27 +18,14 @@ namespace dlbridge::python {
 
 namespace {
 
-// Applies what the producer could not: a move to another device, or the
-// copy that copy=True promises; copy_tensor moves data between devices
-// through the device backends.
+// Applies what the producer could not, by the consumer rules of the core
+// (plan_import): a move to another device, the copy that copy=True
+// promises, or a copy=False refusal.
 Tensor finish_import(Tensor t, const ExchangeRequest& request, bool copied_by_producer) {
-  const Device source = t.view().device();
-  const Device target = request.device.value_or(source);
-  const bool host_alias = target == Device{} && is_host_accessible(source.type);
-  const bool moved = target != source && !host_alias;
-  if (moved && request.copy == false)
-    detail::fail(ErrorCode::copy_required,
-                 "The tensor is on " + to_string(source) + " but device=" + to_string(target) +
-                     " was requested with copy=False.",
-                 "Pass copy=None to allow the transfer.");
-  if (copied_by_producer && request.copy == false)
-    detail::fail(ErrorCode::copy_required,
-                 "copy=False was requested, but the producer could only deliver a copy "
-                 "(it set IS_COPIED).",
-                 "Pass copy=None to accept the copy.");
-  if (moved || (request.copy == true && !copied_by_producer)) return copy_tensor(t, target);
-  if (target != source) t = t.with_view(t.view().with_device(target));
-  return t;
+  // plan_import's identity case, skipped: from_dlpack(x) of a tensor.
+  if (asks_nothing(request)) return t;
+  const ImportPlan plan = plan_import(t.view(), request, copied_by_producer);
+  return carry_out_plan(std::move(t), plan, request.stream);
 }
 
 Tensor import_from_producer(nb::handle x, ProducerType& known, const ExchangeRequest& request) {
@@ -45,7 +34,7 @@ Tensor import_from_producer(nb::handle x, ProducerType& known, const ExchangeReq
     return finish_import(import_object(resolved, ExchangeRequest{}), request, true);
   ManagedTensor managed = import_dlpack(x, known, request);
   const bool copied = (managed.flags() & DLBRIDGE_FLAG_IS_COPIED) != 0;
-  if (!request.device && !request.copy) return tensor_from_managed(std::move(managed));
+  if (asks_nothing(request)) return tensor_from_managed(std::move(managed));
   return finish_import(tensor_from_managed(std::move(managed)), request, copied);
 }
 
@@ -97,7 +86,7 @@ void bind_import(nb::module_& m) {
           Tensor t = import_object(x, ExchangeRequest{}, "dlbridge.to_dlpack");
           ExchangeRequest request{max_version_from_python(max_version),
                                   dl_device_from_python(dl_device), copy_from_python(copy),
-                                  nb::borrow(stream)};
+                                  stream_from_python(stream), {}};
           return export_capsule(t, request);
         },
         nb::sig("def to_dlpack(x: object, /, *, stream: int | None = None, "

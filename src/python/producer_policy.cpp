@@ -33,8 +33,9 @@ bool method_truth(nb::handle x, const char* method) {
 // to the producer's exception.
 [[noreturn]] void raise_coded(const char* code, const std::string& message,
                               const std::string& hint, nb::python_error& cause) {
-  nb::object errors = nb::module_::import_("dlbridge.errors");
-  nb::object cls = errors.attr("ERROR_CLASSES")[code];
+  ErrorCode known = ErrorCode::producer_refused;
+  find_error_code(code, known);
+  nb::handle cls = python_error_class(known);
   nb::object error = cls(message, hint);
   PyException_SetCause(error.ptr(), Py_NewRef(cause.value().ptr()));
   PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(error.ptr())), error.ptr());

@@ -6,7 +6,8 @@
 
 #include <string>
 
-#include <dlbridge/backend/transfer.hpp>
+#include <dlbridge/carry_out.hpp>
+#include <dlbridge/consumer.hpp>
 
 #include "bindings.hpp"
 #include "fast_calls.hpp"
@@ -20,18 +21,6 @@ nb::tuple dims_tuple(const int64_t* dims, int32_t ndim) {
   nb::list out;
   for (int32_t d = 0; d < ndim; ++d) out.append(dims[d]);
   return nb::tuple(out);
-}
-
-StreamArg stream_from_python(nb::handle stream) {
-  if (stream.is_none()) return {};
-  if (!PyLong_Check(stream.ptr()) || PyBool_Check(stream.ptr()))
-    throw nb::type_error("stream must be None or an int (a stream handle).");
-  int overflow = 0;
-  long long value = PyLong_AsLongLongAndOverflow(stream.ptr(), &overflow);
-  if (overflow != 0)
-    detail::fail(ErrorCode::invalid_stream, "stream does not fit in 64 bits.",
-                 "Pass a stream handle as an int.");
-  return {true, value};
 }
 
 std::string tensor_repr(const Tensor& t) {
@@ -89,34 +78,60 @@ nb::object wrap_tensor(Tensor tensor) {
   return out;
 }
 
+Tensor carry_out_plan(Tensor source, const ExchangePlan& plan, StreamArg stream) {
+  const TensorView& v = source.view();
+  if (!plan.copy) {
+    (void)carry_out(v, plan, stream);  // the stream wait; the result is the tensor itself
+    if (plan.target == v.device()) return source;
+    return source.with_view(v.with_device(plan.target));
+  }
+  // The copy's flags describe the tensor, not the exchange (see
+  // tensor_from_managed): IS_COPIED goes on the capsule, not here.
+  constexpr uint64_t flags = 0;
+  // A small host copy runs with the GIL held: releasing it costs more than
+  // the copy (Tensor.copy() of 8x8 float32: 4600 instructions,
+  // bench/callgrind.py).
+  constexpr int64_t small_copy_bytes = int64_t(1) << 20;
+  if (!plan.to && !stream.given && v.nbytes() < small_copy_bytes)
+    return tensor_from_managed(copy_to_compact(v, flags));  // carry_out's host-only copy
+  Tensor out;
+  {
+    GilReleased unlocked;  // large copies and device transfers run without the GIL
+    out = tensor_from_managed(*carry_out(v, plan, stream, flags));
+  }
+  return out;
+}
+
 Tensor copy_tensor(const Tensor& source, Device target, StreamArg consumer_stream) {
-  // A small CPU-to-CPU copy with no stream: the host copy engine directly.
-  // The route below reaches the same engine through backend lookups and a
-  // GIL release that cost more than the copy itself (Tensor.copy() of 8x8
-  // float32: 4600 instructions, bench/callgrind.py); copy_to_device's
-  // host-to-host branch does exactly this (flags: padding kept, the rest 0).
+  // A small CPU-to-CPU copy with no stream is what the plan below would
+  // decide (host only, no backend), reached without planning: Tensor.copy()
+  // of 8x8 float32 costs 3600 instructions this way, 3800 through the plan.
   constexpr int64_t small_copy_bytes = int64_t(1) << 20;
   if (!consumer_stream.given && target == Device{} && source.view().device() == Device{} &&
       source.view().nbytes() < small_copy_bytes)
     return tensor_from_managed(copy_to_compact(source.view(), 0));
-  // Availability is settled while the GIL is held: the first CUDA lookup
-  // asks Python where pip put libcudart.
-  require_served(target);
-  const Device from = source.view().device();
-  if (!is_host_accessible(from.type)) require_served(from);
-  // The copy's flags describe the tensor, not the exchange (see
-  // tensor_from_managed). No consumer stream is known here, so a copy to a
-  // device is queued on its legacy default stream, which every blocking
-  // stream (PyTorch's and CuPy's defaults among them) is ordered after.
-  TransferOptions options;
-  options.flags = 0;
-  options.stream = consumer_stream;
-  Tensor out;
-  {
-    GilReleased unlocked;  // large copies run without the GIL
-    out = tensor_from_managed(copy_to_device(source.view(), target, options));
-  }
-  return out;
+  // A plain copy is an import that asks for one: the plan settles
+  // availability while the GIL is held (the first CUDA lookup asks Python
+  // where pip put libcudart). No consumer stream is known here, so a copy
+  // to a device is queued on its legacy default stream, which every
+  // blocking stream (PyTorch's and CuPy's defaults among them) is ordered
+  // after.
+  ExchangeRequest request;
+  request.device = target;
+  request.copy = true;
+  return carry_out_plan(source, plan_import(source.view(), request), consumer_stream);
+}
+
+StreamArg stream_from_python(nb::handle stream) {
+  if (stream.is_none()) return {};
+  if (!PyLong_Check(stream.ptr()) || PyBool_Check(stream.ptr()))
+    throw nb::type_error("stream must be None or an int (a stream handle).");
+  int overflow = 0;
+  long long value = PyLong_AsLongLongAndOverflow(stream.ptr(), &overflow);
+  if (overflow != 0)
+    detail::fail(ErrorCode::invalid_stream, "stream does not fit in 64 bits.",
+                 "Pass a stream handle as an int.");
+  return {true, value};
 }
 
 nb::object export_capsule(const Tensor& tensor, const ExchangeRequest& request) {
@@ -128,20 +143,9 @@ nb::object export_capsule(const Tensor& tensor, const ExchangeRequest& request) 
     return export_capsule(Tensor(tensor.storage(), v.with_flags(v.flags() & ~DLBRIDGE_FLAG_READ_ONLY)),
                           request);
   }
-  ExportRequest core;
-  core.max_version = request.max_version;
-  core.device = request.device;
-  core.copy = request.copy;
-  core.stream = stream_from_python(request.stream);
-  const ExportPlan plan = plan_export(tensor.view(), core);
-  if (plan.copy)
-    return make_capsule(copy_tensor(tensor, plan.target, core.stream), plan.format,
-                        DLBRIDGE_FLAG_IS_COPIED);
-  make_ready_on(tensor.view(), core.stream);
-  if (plan.target != tensor.view().device())
-    return make_capsule(tensor.with_view(tensor.view().with_device(plan.target)),
-                        plan.format, 0);
-  return make_capsule(tensor, plan.format, 0);
+  const ExportPlan plan = plan_export(tensor.view(), request);
+  return make_capsule(carry_out_plan(tensor, plan, request.stream), plan.format,
+                      plan.copy ? DLBRIDGE_FLAG_IS_COPIED : 0);
 }
 
 namespace {
@@ -177,7 +181,7 @@ bool plain_host_export(const Tensor& t, PyObject* const values[4]) {
 // the export itself. Keywords are matched by interned pointer first.
 PyObject* tensor_dlpack(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
                         PyObject* kwnames) noexcept {
-  try {
+  return python_boundary<PyObject*>(nullptr, [&]() -> PyObject* {
     static PyObject* const names[] = {
         PyUnicode_InternFromString("stream"), PyUnicode_InternFromString("max_version"),
         PyUnicode_InternFromString("dl_device"), PyUnicode_InternFromString("copy")};
@@ -191,12 +195,9 @@ PyObject* tensor_dlpack(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
     if (plain_host_export(*t, values))
       return make_capsule(*t, ExportFormat::versioned, 0).release().ptr();
     ExchangeRequest request{max_version_from_python(values[1]), dl_device_from_python(values[2]),
-                            copy_from_python(values[3]), nb::borrow(values[0])};
+                            copy_from_python(values[3]), stream_from_python(values[0]), {}};
     return export_capsule(*t, request).release().ptr();
-  } catch (...) {
-    set_python_error(std::current_exception());
-    return nullptr;
-  }
+  });
 }
 
 PyMethodDef tensor_dlpack_def = {

@@ -1,6 +1,6 @@
 // Compiling this file is the test: every size, offset and alignment that a
 // foreign DLPack producer or consumer relies on is pinned here against the
-// x86-64 / LP64 layouts written down in dlpack-facts.md. A field moved by one
+// LP64 layouts written down in docs/dlpack-rules.md. A field moved by one
 // byte breaks the build instead of corrupting memory at run time.
 #include <gtest/gtest.h>
 

@@ -7,7 +7,7 @@
 #include "support/cuda_sim.hpp"
 #include "support/error_of.hpp"
 
-#include <dlbridge/backend/transfer.hpp>
+#include <dlbridge/transfer.hpp>
 
 #include <dlfcn.h>
 #include <unistd.h>

@@ -11,7 +11,7 @@
 
 #include "support/cuda_sim.hpp"
 
-#include <dlbridge/backend/transfer.hpp>
+#include <dlbridge/transfer.hpp>
 
 #include <vector>
 

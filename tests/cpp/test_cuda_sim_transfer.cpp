@@ -8,7 +8,7 @@
 
 #include "support/cuda_sim.hpp"
 
-#include <dlbridge/backend/transfer.hpp>
+#include <dlbridge/transfer.hpp>
 
 #include <string>
 #include <tuple>

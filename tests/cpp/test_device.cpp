@@ -26,6 +26,10 @@ static_assert(dlbridge::find_device_type(2)->short_name == "cuda");
 static_assert(!dlbridge::is_known_device_type(5));
 static_assert(dlbridge::is_host_accessible(dlabi::kDLCPU));
 static_assert(!dlbridge::is_host_accessible(dlabi::kDLCUDA));
+// DLTensor::data is an address everywhere but on OpenCL (a cl_mem handle).
+static_assert(dlbridge::has_direct_address(dlabi::kDLCUDA));
+static_assert(dlbridge::has_direct_address(dlabi::kDLCPU));
+static_assert(!dlbridge::has_direct_address(dlabi::kDLOpenCL));
 
 struct Expected {
   int32_t number;

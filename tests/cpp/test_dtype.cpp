@@ -26,7 +26,7 @@ struct Canonical {
   uint8_t bits;
 };
 
-// Every name of api.md and the DLPack 1.3 code table, with its triple.
+// Every name of docs/dlpack-rules.md ("Data types"), with its triple.
 constexpr Canonical canonical[] = {
     {"int8", 0, 8},
     {"int16", 0, 16},

@@ -26,7 +26,7 @@ struct Spelling {
   std::string_view name;
 };
 
-// The api.md table, plus the two codes that Python maps to built-ins.
+// The codes of docs/errors.md, plus the two that Python maps to built-ins.
 constexpr Spelling spellings[] = {
     {ErrorCode::unsupported_device_type, "unsupported_device_type"},
     {ErrorCode::device_unavailable, "device_unavailable"},
@@ -38,6 +38,7 @@ constexpr Spelling spellings[] = {
     {ErrorCode::invalid_stream, "invalid_stream"},
     {ErrorCode::capsule_consumed, "capsule_consumed"},
     {ErrorCode::invalid_tensor, "invalid_tensor"},
+    {ErrorCode::producer_refused, "producer_refused"},
     {ErrorCode::invalid_argument, "invalid_argument"},
     {ErrorCode::out_of_memory, "out_of_memory"},
 };
@@ -50,17 +51,36 @@ TEST(ErrorCodes, SpelledAsInTheContract) {
 }
 
 TEST(ErrorCodes, AllCodesListedOnceWithDistinctNames) {
-  ASSERT_EQ(std::size(dlbridge::all_error_codes), std::size(spellings));
+  ASSERT_EQ(dlbridge::error_code_count, std::size(spellings));
   std::set<int> codes;
   std::set<std::string_view> names;
-  for (ErrorCode code : dlbridge::all_error_codes) {
+  for (const dlbridge::ErrorCodeInfo& row : dlbridge::error_code_table) {
+    const ErrorCode code = row.code;
     const std::string_view name = dlbridge::error_code_name(code);
+    EXPECT_EQ(&dlbridge::error_code_info(code), &row) << name;  // rows in enumerator order
     EXPECT_TRUE(codes.insert(static_cast<int>(code)).second) << name;
     EXPECT_TRUE(names.insert(name).second) << name;
     EXPECT_NE(name, "unknown");
   }
   for (const Spelling& s : spellings)
-    EXPECT_EQ(names.count(s.name), 1u) << s.name << " missing from all_error_codes";
+    EXPECT_EQ(names.count(s.name), 1u) << s.name << " missing from the table";
+}
+
+TEST(ErrorCodes, EveryRowNamesItsPythonClassBasesAndMeaning) {
+  for (const dlbridge::ErrorCodeInfo& row : dlbridge::error_code_table) {
+    EXPECT_FALSE(row.python_class.empty()) << row.name;
+    EXPECT_FALSE(row.meaning.empty()) << row.name;
+    const bool builtin = dlbridge::is_builtin_python_error(row.code);
+    // dlbridge's classes end in "Error" and derive from DLPackError first.
+    if (!builtin) {
+      EXPECT_EQ(row.python_bases.substr(0, 11), "DLPackError") << row.name;
+    }
+  }
+  EXPECT_TRUE(dlbridge::is_builtin_python_error(ErrorCode::invalid_argument));
+  EXPECT_EQ(dlbridge::error_code_info(ErrorCode::invalid_argument).python_class, "ValueError");
+  EXPECT_TRUE(dlbridge::is_builtin_python_error(ErrorCode::out_of_memory));
+  EXPECT_EQ(dlbridge::error_code_info(ErrorCode::copy_required).python_bases,
+            "DLPackError ValueError");
 }
 
 TEST(ErrorCodes, OutOfRangeValueHasAFallbackName) {
@@ -89,8 +109,9 @@ TEST(ErrorObject, NoHintMeansWhatIsTheMessage) {
 }
 
 TEST(ErrorObject, EveryCodeSurvivesThrowAndCatchAsStdException) {
-  for (ErrorCode code : dlbridge::all_error_codes) {
-    const std::string name(dlbridge::error_code_name(code));
+  for (const dlbridge::ErrorCodeInfo& row : dlbridge::error_code_table) {
+    const ErrorCode code = row.code;
+    const std::string name(row.name);
     try {
       dlbridge::detail::fail(code, "message for " + name, "hint for " + name);
     } catch (const std::exception& plain) {
@@ -102,6 +123,28 @@ TEST(ErrorObject, EveryCodeSurvivesThrowAndCatchAsStdException) {
       EXPECT_EQ(typed->code(), code);
     }
   }
+}
+
+TEST(ErrorBoundary, PassesTheResultOrHandsOverTheException) {
+  std::string seen;
+  auto note = [&](std::exception_ptr error) noexcept {
+    try {
+      std::rethrow_exception(error);
+    } catch (const Error& e) {
+      seen = e.code_name();
+    } catch (...) {
+      seen = "other";
+    }
+  };
+  EXPECT_EQ(dlbridge::detail::error_boundary(-1, note, [] { return 7; }), 7);
+  EXPECT_EQ(seen, "");
+  EXPECT_EQ(dlbridge::detail::error_boundary(-1, note, []() -> int {
+              dlbridge::detail::fail(ErrorCode::read_only, "m");
+            }),
+            -1);
+  EXPECT_EQ(seen, "read_only");
+  EXPECT_EQ(dlbridge::detail::error_boundary(-1, note, []() -> int { throw 3; }), -1);
+  EXPECT_EQ(seen, "other");
 }
 
 TEST(ErrorObject, CopiesKeepEverything) {

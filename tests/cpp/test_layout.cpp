@@ -110,6 +110,21 @@ TEST(Contiguity, CompactStridesAreCContiguous) {
   EXPECT_FALSE(is_c_contiguous(3, shape.data(), f.data()));
 }
 
+TEST(Contiguity, OneFunctionTakesTheOrder) {
+  std::vector<int64_t> shape{2, 3, 4}, c{12, 4, 1}, f{1, 2, 6};
+  using dlbridge::Order;
+  EXPECT_TRUE(dlbridge::is_contiguous(3, shape.data(), c.data(), Order::c));
+  EXPECT_FALSE(dlbridge::is_contiguous(3, shape.data(), c.data(), Order::f));
+  EXPECT_TRUE(dlbridge::is_contiguous(3, shape.data(), f.data(), Order::f));
+  EXPECT_FALSE(dlbridge::is_contiguous(3, shape.data(), f.data(), Order::c));
+  // Both orders agree on what carries no layout: size 1 and size 0.
+  std::vector<int64_t> vector_shape{1, 5, 1}, any{99, 1, -3}, empty_shape{2, 0}, junk{-5, 7};
+  for (Order order : {Order::c, Order::f}) {
+    EXPECT_TRUE(dlbridge::is_contiguous(3, vector_shape.data(), any.data(), order));
+    EXPECT_TRUE(dlbridge::is_contiguous(2, empty_shape.data(), junk.data(), order));
+  }
+}
+
 TEST(Contiguity, SizeOneDimsMayCarryAnyStride) {
   std::vector<int64_t> shape{1, 3, 1, 4}, strides{-7, 4, 999, 1};
   EXPECT_TRUE(is_c_contiguous(4, shape.data(), strides.data()));

@@ -269,6 +269,29 @@ TEST_F(FromDLTensor, AddressWrapAround) {
   EXPECT_TRUE(refused(import(), ErrorCode::invalid_tensor, "wrap"));
 }
 
+TEST_F(FromDLTensor, AnOpaqueHandleIsNotCheckedAsAnAddress) {
+  // OpenCL's data is a cl_mem handle: its value says nothing about where
+  // the bytes are, so what would wrap as an address is accepted...
+  t.device = {dlabi::kDLOpenCL, 0};
+  t.data = reinterpret_cast<void*>(UINTPTR_MAX - 7);
+  EXPECT_NO_THROW(TensorView::from_dltensor(t));
+  // ...and no alignment is asked of it...
+  ImportPolicy aligned;
+  aligned.min_alignment = 64;
+  t.data = reinterpret_cast<void*>(uintptr_t(0x1001));
+  EXPECT_TRUE(TensorView::from_dltensor(t).meets(aligned));
+  EXPECT_NO_THROW(TensorView::from_dltensor(t, 0, aligned));
+  // ...while the same values on an addressed device are refused.
+  t.device = {dlabi::kDLCUDA, 0};
+  EXPECT_TRUE(refused(import(0, aligned), ErrorCode::unsupported_layout, "aligned to 64"));
+  t.data = reinterpret_cast<void*>(UINTPTR_MAX - 7);
+  EXPECT_TRUE(refused(import(), ErrorCode::invalid_tensor, "wrap"));
+  // A NULL handle is still no tensor.
+  t.device = {dlabi::kDLOpenCL, 0};
+  t.data = nullptr;
+  EXPECT_TRUE(refused(import(), ErrorCode::invalid_tensor, "NULL"));
+}
+
 TEST_F(FromDLTensor, UnknownDeviceTypes) {
   for (int32_t type : {99, 5, 6, 0, -1, 19}) {
     t.device.device_type = static_cast<dlabi::DLDeviceType>(type);

@@ -157,10 +157,10 @@ def test_synthetic_producer_raises_the_catalogued_message(ident):
 def test_numpy_message_with_a_real_traceback_prefix():
     # What `python app.py 2>&1 | dlbridge explain -` receives: the last line names the class.
     torch = pytest.importorskip("torch")
-    try:
+    with pytest.raises(BufferError) as info:
         torch.from_dlpack(np.arange(4, dtype=">f4"))
-    except BufferError as exc:
-        text = f"Traceback (most recent call last):\n  File \"app.py\", line 3\n{type(exc).__name__}: {exc}\n"
+    exc = info.value
+    text = f"Traceback (most recent call last):\n  File \"app.py\", line 3\n{type(exc).__name__}: {exc}\n"
     assert [r.id for r in dlbridge.explain(text)] == ["numpy.non_native_byte_order"]
 
 

@@ -1,10 +1,14 @@
 """to_dlpack and Tensor.__dlpack__: the DLPack producer rules, checked on the capsule itself."""
 
+import ctypes
+import re
+
 import numpy as np
 import pytest
 
 import dlbridge
-from dlbridge import inspect_capsule
+from dlbridge import catalogue, inspect_capsule
+from dlbridge._core import FLAG_IS_SUBBYTE_TYPE_PADDED, _testing
 from conftest import check_error
 
 FLAG_READ_ONLY, FLAG_IS_COPIED = 1, 2
@@ -220,3 +224,30 @@ def test_each_export_is_a_new_capsule_over_the_same_memory():
     first, second = t.__dlpack__(max_version=(1, 3)), t.__dlpack__(max_version=(1, 3))
     assert first is not second
     assert inspect_capsule(first)["data"] == inspect_capsule(second)["data"] == t.data_ptr
+
+
+def _padded_uint4(values):
+    capsule = _testing.make_capsule(shape=[len(values)], strides=[1], dtype=(1, 4, 1),
+                                    flags=FLAG_IS_SUBBYTE_TYPE_PADDED, data_bytes=len(values))
+    t = dlbridge.from_dlpack(capsule)
+    ctypes.memmove(t.data_ptr, bytes(values), len(values))
+    return t
+
+
+def test_padded_subbyte_tensor_is_refused_as_a_legacy_capsule():
+    """A legacy capsule cannot carry IS_SUBBYTE_TYPE_PADDED, so a padded uint4
+    tensor [1, 2, 3, 4] exported legacy would be read back as packed
+    [1, 0, 2, 0]: the export refuses, and says how to get a versioned one."""
+    t = _padded_uint4([1, 2, 3, 4])
+    with pytest.raises(dlbridge.LayoutError) as info:
+        t.__dlpack__()
+    check_error(info, dlbridge.LayoutError, "unsupported_layout")
+    assert "max_version=(1, 3)" in info.value.hint
+    assert re.search(catalogue.by_code()["unsupported_layout"].pattern, str(info.value))
+
+
+def test_padded_subbyte_tensor_keeps_its_values_through_a_versioned_capsule():
+    t = _padded_uint4([1, 2, 3, 4])
+    assert dlbridge.convert(t, "numpy").astype(int).tolist() == [1, 2, 3, 4]
+    back = dlbridge.from_dlpack(t.__dlpack__(max_version=(1, 3)))
+    assert dlbridge.convert(back, "numpy").astype(int).tolist() == [1, 2, 3, 4]

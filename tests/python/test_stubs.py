@@ -146,3 +146,17 @@ def test_stub_is_valid_for_inspect_signature_of_python_callers():
     params = stub_parameters(stub_function(("Tensor", "__dlpack__")))[1]
     t.__dlpack__(**{name: None for name in params})
     assert inspect.isclass(dlbridge.Tensor)
+
+
+def test_the_committed_stub_is_what_the_generator_makes(tmp_path):
+    """_core.pyi is generated (scripts/stubs: nanobind's stubgen plus _core.stubgen-patterns), as
+    nanobind checks its own stubs: a binding changed without regenerating fails here."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("nanobind.stubgen")  # a build dependency, absent where only the wheel is
+    source = pathlib.Path(__file__).resolve().parents[2] / "python" / "dlbridge"
+    out = tmp_path / "_core.pyi"
+    subprocess.run([sys.executable, "-m", "nanobind.stubgen", "-q", "-m", "dlbridge._core",
+                    "-p", str(source / "_core.stubgen-patterns"), "-o", str(out)], check=True)
+    assert out.read_text() == (source / "_core.pyi").read_text(), "run scripts/stubs and commit the result"

@@ -70,6 +70,8 @@ def test_device_is_hashable_and_immutable():
         Device("cpu").id = 3
     with pytest.raises(AttributeError):
         Device("cpu").type = DeviceType.kDLCUDA
+    # Equal objects hash equal (Python data model): a Device is found by its name.
+    assert "cpu" in {Device("cpu")}
 
 
 def test_device_compares_with_tuples_and_not_with_nonsense():
@@ -175,6 +177,8 @@ def test_dtype_compares_with_names_and_other_libraries():
 
 def test_dtype_is_hashable_and_immutable():
     assert {DType("float32"), DType(np.float32), DType((2, 32, 1))} == {DType("float32")}
+    # Equal objects hash equal (Python data model): a DType is found by its name.
+    assert "float32" in {DType("float32")}
     with pytest.raises(AttributeError):
         DType("float32").bits = 64
 

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <string>
 
-#include "../allocate.hpp"
+#include "../host_memory.hpp"
 #include "../error.hpp"
 #include "backend.hpp"
 

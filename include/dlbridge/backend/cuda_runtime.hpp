@@ -6,9 +6,6 @@
 // opaque pointers).
 #pragma once
 
-#include <dirent.h>
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
@@ -19,6 +16,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "../detail/platform.hpp"
 
 namespace dlbridge::backend::cuda {
 
@@ -118,13 +117,8 @@ inline const std::vector<std::string>& wheel_runtime_subdirs() {
 // does not exist.
 inline std::vector<std::string> cudart_files_in(const std::string& dir) {
   std::vector<std::string> found;
-  DIR* d = opendir(dir.c_str());
-  if (d == nullptr) return found;
-  while (const dirent* entry = readdir(d)) {
-    const std::string name = entry->d_name;
+  for (const std::string& name : detail::platform::directory_entries(dir))
     if (name.rfind("libcudart.so", 0) == 0) found.push_back(dir + "/" + name);
-  }
-  closedir(d);
   // Reverse lexical order puts .so.13 before .so.12; good enough, since a
   // wheel directory holds one runtime.
   std::sort(found.rbegin(), found.rend());
@@ -225,7 +219,7 @@ class RuntimeLoader {
 
   template <typename F>
   static bool bind(void* library, const char* symbol, F& slot, std::string& missing) {
-    void* address = dlsym(library, symbol);
+    void* address = detail::platform::find_symbol(library, symbol);
     if (address == nullptr) {
       if (missing.empty()) missing = symbol;
       return false;
@@ -270,18 +264,18 @@ class RuntimeLoader {
     std::optional<Runtime> fallback;
     for (const std::string& candidate : candidates()) {
       if (!tried.empty()) tried += "; ";
-      // RTLD_LOCAL: our cudart must not replace symbols another library in
-      // the process resolved from its own runtime.
-      void* library = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
+      // Opened RTLD_LOCAL: our cudart must not replace symbols another
+      // library in the process resolved from its own runtime.
+      std::string why;
+      void* library = detail::platform::open_library(candidate, why);
       if (library == nullptr) {
-        const char* error = dlerror();
-        tried += candidate + " (" + (error ? error : "cannot be opened") + ")";
+        tried += candidate + " (" + why + ")";
         continue;
       }
       Runtime rt;
       std::string missing;
       if (!bind_all(library, rt, missing)) {
-        dlclose(library);
+        detail::platform::close_library(library);
         tried += candidate + " (opened, but has no " + missing + ")";
         continue;
       }

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <shared_mutex>
 #include <utility>
+#include <vector>
 
 #include "backend.hpp"
 #include "cpu.hpp"
@@ -38,6 +39,16 @@ class Registry {
                    "Register backends for DLPack 1.3 device types only.");
     std::unique_lock<std::shared_mutex> lock(mutex_);
     return std::exchange(backends_[slot], std::move(backend));
+  }
+
+  // The device types a backend is installed for, in DLDeviceType order:
+  // what error messages say dlbridge serves.
+  std::vector<DeviceType> served_types() const {
+    std::vector<DeviceType> types;
+    std::shared_lock<std::shared_mutex> lock(mutex_);
+    for (int t = 0; t < slots; ++t)
+      if (backends_[t]) types.push_back(DeviceType(t));
+    return types;
   }
 
   void install(const std::shared_ptr<DeviceBackend>& backend) {

@@ -67,6 +67,21 @@ constexpr StreamFamily stream_family(DeviceType type) noexcept {
   }
 }
 
+// The stream value a consumer passes to a producer on a device of `type`
+// to have the data ready on the family's default stream, which every
+// blocking stream is ordered after: CUDA's legacy default (1), ROCm's
+// default (0). Absent for host memory, where the spec gives streams no
+// meaning, and for families without a spec.
+constexpr StreamArg default_stream_arg(DeviceType type) noexcept {
+  switch (stream_family(type)) {
+    case StreamFamily::cuda: return {true, int64_t(cuda_legacy_stream)};
+    case StreamFamily::rocm: return {true, 0};
+    case StreamFamily::host:
+    case StreamFamily::other: break;
+  }
+  return {};
+}
+
 // The stream a consumer on `target` asked for, or invalid_stream with the
 // values that would have been valid:
 //   CUDA: None/1 legacy default, 2 per-thread default, >2 pointer, -1 no

@@ -243,21 +243,14 @@ void run_items(const BytePlan& plan, int32_t kernel_dims, int64_t chunks,
   const CopyDims& dims = plan.dims;
   const int32_t outer = dims.ndim - kernel_dims;
   const CopyDim& split = dims.dim[outer];
-  int64_t index[max_ndim];
-  int64_t row = begin / chunks, chunk = begin % chunks;
-  const char* src = plan.src;
-  char* dst = plan.dst;
-  for (int32_t d = outer - 1; d >= 0; --d) {
-    index[d] = row % dims.dim[d].size;
-    row /= dims.dim[d].size;
-    src += index[d] * dims.dim[d].src;
-    dst += index[d] * dims.dim[d].dst;
-  }
+  StridedIndex at;  // over the outer dims, in bytes
+  int64_t chunk = begin % chunks;
+  at.seek(dims.dim, outer, begin / chunks);
   for (int64_t item = begin; item < end; ++item) {
     const int64_t lo = split.size / chunks * chunk + std::min(chunk, split.size % chunks);
     const int64_t hi = lo + split.size / chunks + (chunk < split.size % chunks ? 1 : 0);
-    const char* s = src + lo * split.src;
-    char* d = dst + lo * split.dst;
+    const char* s = plan.src + at.src + lo * split.src;
+    char* d = plan.dst + at.dst + lo * split.dst;
     if (kernel_dims == 1) {
       strided_row(d, s, hi - lo, split.dst, split.src, move);
     } else {
@@ -266,15 +259,7 @@ void run_items(const BytePlan& plan, int32_t kernel_dims, int64_t chunks,
     }
     if (++chunk < chunks) continue;
     chunk = 0;
-    // Odometer over the outer dims, pointers updated incrementally.
-    for (int32_t dim = outer - 1; dim >= 0; --dim) {
-      src += dims.dim[dim].src;
-      dst += dims.dim[dim].dst;
-      if (++index[dim] < dims.dim[dim].size) break;
-      src -= dims.dim[dim].src * dims.dim[dim].size;
-      dst -= dims.dim[dim].dst * dims.dim[dim].size;
-      index[dim] = 0;
-    }
+    at.next(dims.dim, outer);
   }
 }
 

@@ -30,6 +30,40 @@ struct CopyDims {
   void push(CopyDim d) noexcept { dim[ndim++] = d; }
 };
 
+// The strided index iterator of the copy kernels: an odometer over dims
+// [0, ndim) of a CopyDims (the last varies fastest) that keeps the source
+// and destination offsets of its position, in the unit of the strides
+// (bytes for the byte kernels, elements for packed sub-byte data), so
+// each step costs additions only.
+struct StridedIndex {
+  int64_t index[max_ndim] = {};
+  int64_t src = 0, dst = 0;
+
+  // Starts at position `row` of the row-major order over the dims.
+  void seek(const CopyDim* dims, int32_t ndim, int64_t row) noexcept {
+    src = dst = 0;
+    for (int32_t d = ndim - 1; d >= 0; --d) {
+      index[d] = row % dims[d].size;
+      row /= dims[d].size;
+      src += index[d] * dims[d].src;
+      dst += index[d] * dims[d].dst;
+    }
+  }
+
+  // Moves to the next position; false (back at the first) after the last.
+  bool next(const CopyDim* dims, int32_t ndim) noexcept {
+    for (int32_t d = ndim - 1; d >= 0; --d) {
+      src += dims[d].src;
+      dst += dims[d].dst;
+      if (++index[d] < dims[d].size) return true;
+      src -= dims[d].src * dims[d].size;
+      dst -= dims[d].dst * dims[d].size;
+      index[d] = 0;
+    }
+    return false;
+  }
+};
+
 // The dims of size > 1, with strides scaled by unit (the element width in
 // bytes, or 1 for packed types).
 inline CopyDims gather_dims(int32_t ndim, const int64_t* shape,
@@ -70,9 +104,9 @@ inline void merge_dims(CopyDims& dims) {
     const CopyDim outer = dims.dim[d];
     int64_t src_span = 0, dst_span = 0, size = 0;
     const bool mergeable =
-        !__builtin_mul_overflow(inner.src, inner.size, &src_span) &&
-        !__builtin_mul_overflow(inner.dst, inner.size, &dst_span) &&
-        !__builtin_mul_overflow(inner.size, outer.size, &size) &&
+        !platform::mul_overflow(inner.src, inner.size, src_span) &&
+        !platform::mul_overflow(inner.dst, inner.size, dst_span) &&
+        !platform::mul_overflow(inner.size, outer.size, size) &&
         outer.src == src_span && outer.dst == dst_span;
     if (mergeable) {
       inner.size = size;

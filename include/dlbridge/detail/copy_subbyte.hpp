@@ -96,22 +96,10 @@ inline void copy_packed(const unsigned char* src, unsigned char* dst,
   }
   const int32_t outer = dims.ndim - 1;
   const CopyDim inner = dims.dim[outer];
-  int64_t index[max_ndim] = {};
-  int64_t src_elem = 0, dst_elem = 0;
-  while (true) {
-    packed_row(dst, dst_elem * bits, src, src_elem * bits, inner.size,
-               inner.dst, inner.src, bits);
-    int32_t d = outer - 1;
-    for (; d >= 0; --d) {
-      src_elem += dims.dim[d].src;
-      dst_elem += dims.dim[d].dst;
-      if (++index[d] < dims.dim[d].size) break;
-      src_elem -= dims.dim[d].src * dims.dim[d].size;
-      dst_elem -= dims.dim[d].dst * dims.dim[d].size;
-      index[d] = 0;
-    }
-    if (d < 0) return;
-  }
+  StridedIndex at;  // over the outer dims, in elements
+  do {
+    packed_row(dst, at.dst * bits, src, at.src * bits, inner.size, inner.dst, inner.src, bits);
+  } while (at.next(dims.dim, outer));
 }
 
 }  // namespace dlbridge::detail

@@ -1,4 +1,4 @@
-"""Every error code of api.md, provoked through the public API: the class and
+"""Every error code of docs/errors.md, provoked through the public API: the class and
 .code are right, and the message ends in a hint that names a concrete fix
 (a keyword to pass, a call to make, a package to install), not just a reason.
 
@@ -91,7 +91,7 @@ def test_code_class_and_a_named_fix(case):
 
 
 def test_unsupported_device_on_import_states_the_contract_sentence():
-    """api.md: every UnsupportedDeviceError message contains the contract
+    """docs/errors.md: every UnsupportedDeviceError message contains the contract
     sentence, the supported types and the fix; docs/errors.md's pattern must
     match it. A capsule from a producer on device type 99 is refused with
     another sentence (tensor_view.hpp read_header) and no dl_device fix."""

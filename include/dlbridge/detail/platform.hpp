@@ -1,0 +1,83 @@
+// What the core asks of the operating system and the compiler, in one place:
+// loading a shared library (the CUDA runtime), listing a directory (where
+// pip puts that runtime), advising huge pages, and overflow-checked integer
+// arithmetic. dlbridge supports POSIX systems with GCC or Clang (README.md,
+// "Supported platforms"); anything else stops here, at compile time, rather
+// than deep inside a header.
+#pragma once
+
+#if !defined(__unix__) && !defined(__APPLE__)
+#error "dlbridge needs a POSIX system (Linux; macOS untested): see README.md, Supported platforms."
+#endif
+#if !defined(__GNUC__)
+#error "dlbridge needs GCC or Clang (it uses their overflow builtins): see README.md."
+#endif
+
+#include <dirent.h>
+#include <dlfcn.h>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace dlbridge::detail::platform {
+
+// A shared library opened with its own symbols kept private (RTLD_LOCAL: a
+// runtime loaded here must not replace symbols another library of the
+// process resolved from its own copy); NULL with the loader's reason.
+inline void* open_library(const std::string& path, std::string& why) {
+  void* library = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (library == nullptr) {
+    const char* error = ::dlerror();
+    why = error ? error : "cannot be opened";
+  }
+  return library;
+}
+
+inline void* find_symbol(void* library, const char* name) { return ::dlsym(library, name); }
+
+inline void close_library(void* library) { ::dlclose(library); }
+
+// The names in dir (without "." and ".."); empty when it cannot be read.
+inline std::vector<std::string> directory_entries(const std::string& dir) {
+  std::vector<std::string> names;
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return names;
+  while (const dirent* entry = ::readdir(d)) {
+    const std::string name = entry->d_name;
+    if (name != "." && name != "..") names.push_back(name);
+  }
+  ::closedir(d);
+  return names;
+}
+
+// Asks the kernel to back a large buffer with huge pages (a hint; a no-op
+// where there is no such advice).
+inline void advise_huge_pages(void* data, size_t size) noexcept {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  ::madvise(data, size, MADV_HUGEPAGE);
+#else
+  (void)data;
+  (void)size;
+#endif
+}
+
+// a op b into out; true when the exact result does not fit (out wraps).
+template <typename T>
+bool add_overflow(T a, T b, T& out) noexcept {
+  return __builtin_add_overflow(a, b, &out);
+}
+template <typename T>
+bool sub_overflow(T a, T b, T& out) noexcept {
+  return __builtin_sub_overflow(a, b, &out);
+}
+template <typename T>
+bool mul_overflow(T a, T b, T& out) noexcept {
+  return __builtin_mul_overflow(a, b, &out);
+}
+
+}  // namespace dlbridge::detail::platform
