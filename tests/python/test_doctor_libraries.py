@@ -77,3 +77,19 @@ def test_tvm_ffi_to_tensorflow_through_dlbridge_carries_complex():
     assert all(r["error"]["code"] for r in via if r["status"] == "fails")
     for name in ("complex64", "complex128"):
         assert result(small, "tensorflow", name, "dlbridge", producer="tvm_ffi")["status"] == "zero-copy"
+
+
+@pytest.mark.parametrize("name", ["tensorflow", "paddle"])
+def test_cases_decided_without_importing_match_what_make_refuses(name):
+    from dlbridge.doctor.cases import CASES
+    from dlbridge.doctor.libraries import NotApplicable, discover
+    from dlbridge.doctor.peers import CANNOT_MAKE
+
+    lib = discover([name])[0][name]
+    for case in CASES:
+        try:
+            lib.make(case.build())
+            refused = None
+        except NotApplicable as exc:
+            refused = str(exc)
+        assert CANNOT_MAKE[name](case.build()) == refused, case.name

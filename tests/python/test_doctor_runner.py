@@ -54,3 +54,18 @@ def test_an_unlisted_crash_is_reported_and_its_child_restarts(monkeypatch):
     assert [r["status"] for r in results] == ["zero-copy", "crash", "zero-copy"]
     assert results[1]["error"]["type"] == "SIGABRT"
     assert "Storage size calculation overflowed" in results[1]["error"]["message"]
+
+
+def test_a_case_tensorflow_cannot_make_is_not_applicable_without_importing_it():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from dlbridge.doctor import worker\n"
+        "task = {'kind': 'case', 'producer': 'tensorflow', 'consumer': 'numpy', 'case': 'negative', 'route': 'direct'}\n"
+        "r = worker._run(task, worker._Libraries())\n"
+        "print(r['status'], r['note'], 'tensorflow' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "n/a tensorflow tensors are always compact row-major False"
