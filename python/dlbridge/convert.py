@@ -268,11 +268,15 @@ def _needs_unpacking(tensor, ext: Extension) -> bool:
 def _native_byte_order(x, copy):
     # DLPack has no byte order: NumPy data in the other one is byte-swapped
     # when a copy is allowed (from_dlpack refuses it with the same fix).
-    dtype = getattr(x, "dtype", None)
-    swapped = ">" if sys.byteorder == "little" else "<"
-    if copy is False or getattr(dtype, "byteorder", "=") != swapped:
+    # Only NumPy arrays are asked for their dtype: other libraries' dtype
+    # properties may raise (tvm_ffi 0.1.15 raises ValueError for complex).
+    numpy = sys.modules.get("numpy")
+    if copy is False or numpy is None or not isinstance(x, numpy.ndarray):
         return x
-    return x.astype(dtype.newbyteorder("="))
+    swapped = ">" if sys.byteorder == "little" else "<"
+    if x.dtype.byteorder != swapped:
+        return x
+    return x.astype(x.dtype.newbyteorder("="))
 
 
 def _convert_general(x, to, device, copy):

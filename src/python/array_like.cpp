@@ -158,7 +158,7 @@ ArrayInterface read_array_interface(nb::handle interface, const char* name,
     throw nb::type_error(
         (std::string(name) + " needs 'shape', 'typestr' and a 'data' tuple.").c_str());
   nb::handle data = d["data"];
-  if (!PyTuple_Check(data.ptr()) || PyTuple_GET_SIZE(data.ptr()) != 2)
+  if (!PyTuple_Check(data.ptr()) || py::tuple_size(data.ptr()) != 2)
     throw nb::type_error((std::string(name) + " 'data' must be a (pointer, read_only) tuple.").c_str());
   ArrayInterface out;
   if (!PyUnicode_Check(d["typestr"].ptr()))
@@ -178,9 +178,9 @@ ArrayInterface read_array_interface(nb::handle interface, const char* name,
   } else {
     out.dtype = dtype_from_typestr(typestr);
   }
-  out.address = address_from(PyTuple_GET_ITEM(data.ptr(), 0), name);
+  out.address = address_from(py::tuple_item(data.ptr(), 0), name);
   // NumPy reads the flag by its truth value; so does dlbridge.
-  const int readonly = PyObject_IsTrue(PyTuple_GET_ITEM(data.ptr(), 1));
+  const int readonly = PyObject_IsTrue(py::tuple_item(data.ptr(), 1));
   if (readonly < 0) throw nb::python_error();
   out.readonly = readonly != 0;
   if (out.readonly) out.flags |= DLBRIDGE_FLAG_READ_ONLY;

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "py_compat.hpp"
+
 namespace dlbridge::python {
 
 namespace nb = nanobind;

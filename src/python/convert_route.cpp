@@ -108,7 +108,7 @@ PyObject* module_dict_item(PyObject* modules, PyObject* name) {
 // The spec tuple (see convert._fast_spec) -> a table entry; names with no
 // fast route are remembered too, so that they cost no spec call each time.
 ConvertTarget* learn_target(PyObject* name) {
-  nb::object spec = nb::steal(PyObject_CallOneArg(hooks.spec, name));
+  nb::object spec = nb::steal(py::call_one_arg(hooks.spec, name));
   if (!spec.is_valid()) throw nb::python_error();
   auto entry = std::make_unique<ConvertTarget>();
   entry->name = nb::borrow(name);
@@ -206,13 +206,13 @@ bool is_native(PyTypeObject* type, const ConvertTarget& t) {
 }
 
 bool route_is_direct(PyTypeObject* type, const ConvertTarget& t) {
-  const bool tagged = type->tp_version_tag != 0;
+  const bool tagged = py::type_version_tag(type) != 0;
   if (tagged)
     for (const RouteEntry& r : routes)
-      if (r.type == type && r.target == &t && r.version_tag == type->tp_version_tag) return r.direct;
+      if (r.type == type && r.target == &t && r.version_tag == py::type_version_tag(type)) return r.direct;
   const bool direct = is_native(type, t);
   if (tagged) {
-    routes[next_route_slot] = RouteEntry{type, type->tp_version_tag, &t, direct};
+    routes[next_route_slot] = RouteEntry{type, py::type_version_tag(type), &t, direct};
     next_route_slot = (next_route_slot + 1) % route_slots;
   }
   return direct;

@@ -23,9 +23,9 @@ std::vector<std::string> wheel_runtime_dirs() {
   PyGILState_STATE state = ensure_gil();
   PyObject* path = PySys_GetObject("path");  // borrowed
   if (path != nullptr && PyList_Check(path)) {
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(path); ++i) {
-      PyObject* entry = PyList_GET_ITEM(path, i);
-      const char* text = PyUnicode_Check(entry) ? PyUnicode_AsUTF8(entry) : nullptr;
+    for (Py_ssize_t i = 0; i < py::list_size(path); ++i) {
+      PyObject* entry = py::list_item(path, i);
+      const char* text = PyUnicode_Check(entry) ? py::utf8(entry) : nullptr;
       if (text == nullptr) {
         PyErr_Clear();
         continue;

@@ -181,13 +181,13 @@ ProducerType* find_producer(nb::handle x) {
   static unsigned int last_tag = 0;
   static ProducerType* last_known = nullptr;
   PyTypeObject* type = Py_TYPE(x.ptr());
-  if (type == last_type && type->tp_version_tag == last_tag && last_tag != 0) return last_known;
+  if (type == last_type && py::type_version_tag(type) == last_tag && last_tag != 0) return last_known;
   ProducerType* known = known_producer(type);
   if (known == nullptr && !attribute_or_none(x, "__dlpack__").is_none())
     known = &learn_producer(type);
   if (known != nullptr) {
     last_type = type;
-    last_tag = type->tp_version_tag;
+    last_tag = py::type_version_tag(type);
     last_known = known;
   }
   return known;

@@ -180,12 +180,6 @@ void register_error_translator(nb::module_& m) {
         "Called by the dlbridge package: the Python class of each coded error.");
 }
 
-bool python_is_finalizing() noexcept {
-#if PY_VERSION_HEX >= 0x030D0000
-  return Py_IsFinalizing() != 0;
-#else
-  return _Py_IsFinalizing() != 0;
-#endif
-}
+bool python_is_finalizing() noexcept { return py::is_finalizing(); }
 
 }  // namespace dlbridge::python

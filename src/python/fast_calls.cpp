@@ -41,7 +41,7 @@ KeywordCache keyword_cache;
 
 void match_keywords(const char* function, PyObject* const* names, int count,
                     PyObject* const* kwvalues, PyObject* kwnames, PyObject** values) {
-  const Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+  const Py_ssize_t nkw = kwnames ? py::tuple_size(kwnames) : 0;
   if (kwnames == keyword_cache.kwnames && names == keyword_cache.names) {
     for (Py_ssize_t i = 0; i < nkw; ++i) values[keyword_cache.slots[i]] = kwvalues[i];
     return;
@@ -49,7 +49,7 @@ void match_keywords(const char* function, PyObject* const* names, int count,
   bool seen[8] = {};
   int slots[8] = {};
   for (Py_ssize_t i = 0; i < nkw; ++i) {
-    const int slot = keyword_slot(function, names, count, PyTuple_GET_ITEM(kwnames, i));
+    const int slot = keyword_slot(function, names, count, py::tuple_item(kwnames, i));
     if (seen[slot])
       throw nb::type_error((std::string(function) + "() got multiple values for keyword argument '" +
                             nb::cast<std::string>(nb::handle(names[slot])) + "'.")
@@ -59,7 +59,7 @@ void match_keywords(const char* function, PyObject* const* names, int count,
     values[slot] = kwvalues[i];
   }
   if (nkw <= count && count <= 8) {  // every name known and none twice: the layout is reusable
-    Py_XSETREF(keyword_cache.kwnames, nb::handle(kwnames).inc_ref().ptr());
+    py::replace(keyword_cache.kwnames, nb::handle(kwnames).inc_ref().ptr());
     keyword_cache.names = names;
     for (Py_ssize_t i = 0; i < nkw; ++i) keyword_cache.slots[i] = slots[i];
   }
@@ -149,7 +149,7 @@ void add_function(nb::module_& m, PyMethodDef* def) {
 void bind_fast_calls(nb::module_& m) {
   add_function(m, &from_dlpack_def);
   m.def("_install_arrow_second_look", [](nb::object fn) {
-    Py_XSETREF(arrow_second_look, fn.release().ptr());
+    py::replace(arrow_second_look, fn.release().ptr());
   });
 }
 

@@ -216,7 +216,7 @@ nb::object reduce_ex(nb::handle self, int protocol) {
   nb::object rebuild = reconstructors.attr("rebuild_tensor");
   if (protocol >= 5) {
     nb::object exporter = nb::cast(std::move(bytes));
-    nb::object buffer = nb::steal(PyPickleBuffer_FromObject(exporter.ptr()));
+    nb::object buffer = nb::steal(py::pickle_buffer(exporter.ptr()));
     if (!buffer.is_valid()) throw nb::python_error();
     return nb::make_tuple(rebuild, nb::make_tuple(buffer, layout_to_python(layout)));
   }

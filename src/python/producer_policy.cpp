@@ -11,11 +11,12 @@ namespace {
 
 // torch.Tensor in type's MRO, or NULL.
 PyObject* torch_tensor_base(PyTypeObject* type) {
-  PyObject* mro = type->tp_mro;
+  nb::object mro_ref = py::type_mro(type);
+  PyObject* mro = mro_ref.ptr();
   if (mro == nullptr || !PyTuple_Check(mro)) return nullptr;
-  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(mro); ++i) {
-    PyObject* base = PyTuple_GET_ITEM(mro, i);
-    if (std::string(reinterpret_cast<PyTypeObject*>(base)->tp_name) != "Tensor") continue;
+  for (Py_ssize_t i = 0; i < py::tuple_size(mro); ++i) {
+    PyObject* base = py::tuple_item(mro, i);
+    if (py::type_name(reinterpret_cast<PyTypeObject*>(base)) != "Tensor") continue;
     nb::object module = attribute_or_none(base, "__module__");
     if (PyUnicode_Check(module.ptr()) && utf8_of(module) == "torch") return base;
   }

@@ -154,9 +154,9 @@ namespace {
 // the form every versioned consumer sends; anything else (None, a legacy
 // major, a list, bools, huge values) takes max_version_from_python's checks.
 bool plain_versioned_request(PyObject* max_version) {
-  if (!PyTuple_CheckExact(max_version) || PyTuple_GET_SIZE(max_version) != 2) return false;
-  PyObject* major = PyTuple_GET_ITEM(max_version, 0);
-  PyObject* minor = PyTuple_GET_ITEM(max_version, 1);
+  if (!PyTuple_CheckExact(max_version) || py::tuple_size(max_version) != 2) return false;
+  PyObject* major = py::tuple_item(max_version, 0);
+  PyObject* minor = py::tuple_item(max_version, 1);
   if (!PyLong_CheckExact(major) || !PyLong_CheckExact(minor)) return false;
   int overflow = 0;
   const long long ma = PyLong_AsLongLongAndOverflow(major, &overflow);

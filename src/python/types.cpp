@@ -51,11 +51,11 @@ Device device_from_pair(nb::handle type, nb::handle id) {
 std::vector<nb::object> exact_items(nb::handle value) {
   std::vector<nb::object> out;
   if (PyTuple_Check(value.ptr())) {
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(value.ptr()); ++i)
-      out.push_back(nb::borrow(PyTuple_GET_ITEM(value.ptr(), i)));
+    for (Py_ssize_t i = 0; i < py::tuple_size(value.ptr()); ++i)
+      out.push_back(nb::borrow(py::tuple_item(value.ptr(), i)));
   } else if (PyList_Check(value.ptr())) {
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(value.ptr()); ++i)
-      out.push_back(nb::borrow(PyList_GET_ITEM(value.ptr(), i)));
+    for (Py_ssize_t i = 0; i < py::list_size(value.ptr()); ++i)
+      out.push_back(nb::borrow(py::list_item(value.ptr(), i)));
   }
   return out;
 }
@@ -93,15 +93,15 @@ Device device_from_dlpack_device(nb::handle result, nb::handle owner) {
   // producer's answer is untrusted, and a list or a short tuple must not be
   // read past its end.
   auto is_int = [&](Py_ssize_t i) {
-    PyObject* item = PyTuple_GET_ITEM(result.ptr(), i);
+    PyObject* item = py::tuple_item(result.ptr(), i);
     return PyLong_Check(item) && !PyBool_Check(item);
   };
-  if (!PyTuple_Check(result.ptr()) || PyTuple_GET_SIZE(result.ptr()) != 2 || !is_int(0) ||
+  if (!PyTuple_Check(result.ptr()) || py::tuple_size(result.ptr()) != 2 || !is_int(0) ||
       !is_int(1))
     bad_argument(std::string(nb::inst_name(owner).c_str()) +
                  ".__dlpack_device__() must return a (device_type, device_id) tuple of ints, got " +
                  nb::inst_name(result).c_str() + ".");
-  return device_from_pair(PyTuple_GET_ITEM(result.ptr(), 0), PyTuple_GET_ITEM(result.ptr(), 1));
+  return device_from_pair(py::tuple_item(result.ptr(), 0), py::tuple_item(result.ptr(), 1));
 }
 
 nb::object device_type_to_python(DeviceType type) {

@@ -67,3 +67,29 @@ def test_warp_and_mlx(report):
     assert result(report, "warp", "0-d", "dlbridge")["error"]["code"] == "unsupported_layout"
     assert result(report, "mlx", "float64", "direct")["status"] == "wrong"  # narrowed to float32
     assert {"float64", "negative"} <= set(fixed(report, "mlx"))
+
+
+@pytest.mark.skipif(not importable("tvm_ffi"), reason="apache-tvm-ffi is not installed (requirements/dev.txt)")
+def test_tvm_ffi_to_tensorflow_through_dlbridge_carries_complex():
+    # Was an uncoded ValueError from tvm_ffi's own dtype property, read for a byte-order check.
+    small = doctor.run(["tvm_ffi", "tensorflow", "dlbridge"], number=1, repeat=1)
+    via = [r for r in small["results"] if r["route"] == "dlbridge"]
+    assert all(r["error"]["code"] for r in via if r["status"] == "fails")
+    for name in ("complex64", "complex128"):
+        assert result(small, "tensorflow", name, "dlbridge", producer="tvm_ffi")["status"] == "zero-copy"
+
+
+@pytest.mark.parametrize("name", ["tensorflow", "paddle"])
+def test_cases_decided_without_importing_match_what_make_refuses(name):
+    from dlbridge.doctor.cases import CASES
+    from dlbridge.doctor.libraries import NotApplicable, discover
+    from dlbridge.doctor.peers import CANNOT_MAKE
+
+    lib = discover([name])[0][name]
+    for case in CASES:
+        try:
+            lib.make(case.build())
+            refused = None
+        except NotApplicable as exc:
+            refused = str(exc)
+        assert CANNOT_MAKE[name](case.build()) == refused, case.name

@@ -7,12 +7,14 @@ import numpy as np
 import pytest
 
 import dlbridge
+from dlbridge.convert import ML_DTYPES, TARGETS
 
 if importlib.util.find_spec("paddle") is not None:
     # paddle 3.3.1 dies (SIGSEGV) when first imported after tensorflow 2.21.0 in one process.
     import paddle  # noqa: F401
 tf = pytest.importorskip("tensorflow", reason="tensorflow-cpu is not installed (scripts/setup installs requirements/libs.txt)")
 
+# The dtypes tensorflow 2.21's from_dlpack takes (measured: each round-trips below).
 DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "float32",
           "float64", "complex64", "complex128", "bfloat16"]
 
@@ -42,6 +44,66 @@ def test_convert_to_tensorflow_zero_copy(name):
     assert pointer(out) == a.__array_interface__["data"][0]
     assert out.dtype.name == name
     np.testing.assert_array_equal(out.numpy(), a)
+
+
+# Every other dtype dlbridge can carry, each refused by tensorflow 2.21's from_dlpack.
+REFUSED = sorted(ML_DTYPES - {"bfloat16"})
+SUB_BYTE = {"int1", "int2", "int4", "uint1", "uint2", "uint4", "float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn"}
+
+
+def test_target_dtype_set_is_what_tensorflow_takes():
+    assert TARGETS["tensorflow"].dtypes == frozenset(DTYPES)
+
+
+@pytest.mark.parametrize("name", REFUSED)
+def test_finding_tensorflow_refuses_dtype(name):
+    # Sub-byte values packed as DLPack describes them; a legacy capsule cannot carry the padded form at all.
+    source = dlbridge.empty((4,), name) if name in SUB_BYTE else np.zeros(4, getattr(ml_dtypes, name))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Unsupported"):
+        tf.experimental.dlpack.from_dlpack(dlbridge.from_dlpack(source).__dlpack__(max_version=None))
+
+
+@pytest.mark.parametrize("name,packed", [(n, False) for n in REFUSED] + [(n, True) for n in sorted(SUB_BYTE)])
+def test_convert_refuses_dtype_tensorflow_lacks_with_code_and_fix(name, packed):
+    source = dlbridge.empty((4,), name) if packed else np.zeros(4, getattr(ml_dtypes, name))
+    with pytest.raises(dlbridge.UnsupportedDTypeError) as info:
+        dlbridge.convert(source, "tensorflow")
+    assert info.value.code == "unsupported_dtype"
+    assert f"tensorflow cannot hold dtype {name}" in str(info.value)
+    assert "Cast in the source library first" in info.value.hint
+
+
+@pytest.mark.parametrize("name", ["complex64", "complex128"])
+def test_tvm_ffi_complex_to_tensorflow(name):
+    # Was: tvm_ffi's own ValueError ("unknown type_code=5") from reading its .dtype for a byte-order check.
+    tvm_ffi = pytest.importorskip("tvm_ffi")
+    a = host(name)
+    x = tvm_ffi.from_dlpack(a)
+    out = dlbridge.convert(x, "tensorflow")
+    assert out.dtype.name == name and pointer(out) == a.__array_interface__["data"][0]
+    np.testing.assert_array_equal(out.numpy(), a)
+
+
+class _DTypeRaises:
+    """A producer whose dtype property raises, as tvm_ffi's does for complex tensors."""
+
+    def __init__(self, inner):
+        self._inner = inner
+
+    def __dlpack__(self, **kwargs):
+        return self._inner.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self._inner.__dlpack_device__()
+
+    @property
+    def dtype(self):
+        raise ValueError("no dtype here")
+
+
+def test_convert_never_reads_a_foreign_dtype_property():
+    a = host("complex64")
+    np.testing.assert_array_equal(dlbridge.convert(_DTypeRaises(a), "tensorflow").numpy(), a)
 
 
 def test_finding_tensorflow_takes_only_capsules():

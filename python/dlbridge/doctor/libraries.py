@@ -17,6 +17,11 @@ from typing import Any, Callable
 KNOWN = ("numpy", "torch", "jax", "cupy", "paddle", "tensorflow", "mlx", "tvm_ffi", "arrow", "warp", "dlbridge")
 # paddle 3.3.1 dies (SIGSEGV) when imported after tensorflow 2.21.0; the other order works.
 IMPORT_FIRST = {"tensorflow": ("paddle",)}
+# Seconds to import each (cold, on the 2-core test machine): the doctor runs the
+# exchanges that may crash cheap producers first, so that a crash seldom throws
+# away a heavy import that the next child would have to repeat.
+IMPORT_COST = {"numpy": 0.1, "dlbridge": 0.2, "mlx": 0.1, "arrow": 0.2, "warp": 0.6, "jax": 0.7,
+               "tvm_ffi": 2.0, "torch": 2.2, "paddle": 3.2, "tensorflow": 4.8 + 3.2}  # tensorflow needs paddle first
 
 
 class NotApplicable(Exception):

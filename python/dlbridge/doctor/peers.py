@@ -21,14 +21,20 @@ def _exported_pointer(x) -> int:
     return dlbridge.inspect_capsule(x.__dlpack__())["data"]
 
 
+def _tensorflow_cannot_make(a) -> str | None:
+    if _strided_layout(a):
+        return "tensorflow tensors are always compact row-major"
+    if not a.flags.writeable:
+        return "tensorflow tensors have no read-only flag (they are immutable)"
+    return None
+
+
 def _tensorflow():
     import tensorflow as tf
 
     def make(a):
-        if _strided_layout(a):
-            raise NotApplicable("tensorflow tensors are always compact row-major")
-        if not a.flags.writeable:
-            raise NotApplicable("tensorflow tensors have no read-only flag (they are immutable)")
+        if (why := _tensorflow_cannot_make(a)) is not None:
+            raise NotApplicable(why)
         return tf.constant(a)
 
     def consume(x):
@@ -39,17 +45,23 @@ def _tensorflow():
                    to_numpy=lambda t: t.numpy(), writable=lambda t: None, array_type=type(tf.constant(0)))
 
 
+def _paddle_cannot_make(a) -> str | None:
+    if not a.flags.writeable:
+        return "paddle tensors have no read-only state"
+    if _strided_layout(a) and a.dtype.name != "bfloat16":  # bfloat16 is made through a cast, compact either way
+        return "paddle.to_tensor always makes a compact copy"
+    return None
+
+
 def _paddle():
     import numpy as np
     import paddle
 
     def make(a):
-        if not a.flags.writeable:
-            raise NotApplicable("paddle tensors have no read-only state")
+        if (why := _paddle_cannot_make(a)) is not None:
+            raise NotApplicable(why)
         if a.dtype.name == "bfloat16":
             return paddle.to_tensor(a.astype(np.float32)).astype("bfloat16")
-        if _strided_layout(a):
-            raise NotApplicable("paddle.to_tensor always makes a compact copy")
         return paddle.to_tensor(a)
 
     def to_numpy(t):
@@ -141,5 +153,8 @@ def _mlx():
 
 
 ADAPTERS = {"tensorflow": _tensorflow, "paddle": _paddle, "arrow": _arrow, "warp": _warp, "mlx": _mlx}
+# The cases a producer cannot make, decided without importing it: the doctor's workers skip the
+# import (seconds for these two) when every exchange left for the library is one of them.
+CANNOT_MAKE = {"tensorflow": _tensorflow_cannot_make, "paddle": _paddle_cannot_make}
 # Where the doctor's name is not the module's.
 MODULES = {"arrow": "pyarrow", "mlx": "mlx.core"}

@@ -32,10 +32,25 @@ class _Libraries(dict):
         return [n for n in names if n not in self]
 
 
+def _cannot_make(task) -> str | None:
+    """Why the producer cannot make this case, when that is known without importing it."""
+    from .cases import by_name
+    from .peers import CANNOT_MAKE
+
+    decide = CANNOT_MAKE.get(task.get("producer"))
+    if task["kind"] != "case" or decide is None:
+        return None
+    return decide(by_name(task["case"]).build())
+
+
 def _run(task, libs: _Libraries):
     from . import exchange
 
     kind = task["kind"]
+    if (why := _cannot_make(task)) is not None:
+        # What exchange.run_case reports when make() raises NotApplicable, minus the import.
+        return {"producer": task["producer"], "consumer": task["consumer"], "case": task["case"],
+                "route": task["route"], "status": exchange.NA, "error": None, "readonly": None, "note": why}
     needed = [n for n in (task.get("producer"), task.get("consumer")) if n]
     absent = libs.absent(needed)
     if absent:

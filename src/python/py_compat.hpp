@@ -1,0 +1,132 @@
+// The few CPython calls of the extension that lie outside the limited API, each
+// behind one inline function: the fast macro or field in a version-specific
+// build, a limited-API call in the stable-ABI (abi3) build for Python >= 3.12
+// (Py_LIMITED_API, set by nanobind's STABLE_ABI). Arguments are checked by the
+// callers exactly as before; these functions only hide the access.
+#pragma once
+
+#include <nanobind/nanobind.h>
+
+#include <string>
+
+namespace dlbridge::python::py {
+
+// Borrowed references, as the macros give.
+inline Py_ssize_t tuple_size(PyObject* tuple) noexcept {
+#ifdef Py_LIMITED_API
+  return PyTuple_Size(tuple);
+#else
+  return PyTuple_GET_SIZE(tuple);
+#endif
+}
+
+inline PyObject* tuple_item(PyObject* tuple, Py_ssize_t i) noexcept {
+#ifdef Py_LIMITED_API
+  return PyTuple_GetItem(tuple, i);
+#else
+  return PyTuple_GET_ITEM(tuple, i);
+#endif
+}
+
+inline Py_ssize_t list_size(PyObject* list) noexcept {
+#ifdef Py_LIMITED_API
+  return PyList_Size(list);
+#else
+  return PyList_GET_SIZE(list);
+#endif
+}
+
+inline PyObject* list_item(PyObject* list, Py_ssize_t i) noexcept {
+#ifdef Py_LIMITED_API
+  return PyList_GetItem(list, i);
+#else
+  return PyList_GET_ITEM(list, i);
+#endif
+}
+
+// UTF-8 of a str, owned by the str; NULL with an exception set on failure.
+inline const char* utf8(PyObject* text) noexcept { return PyUnicode_AsUTF8AndSize(text, nullptr); }
+
+// New reference, or NULL with an exception set.
+inline PyObject* call_one_arg(PyObject* callable, PyObject* arg) noexcept {
+#ifdef Py_LIMITED_API
+  return PyObject_CallFunctionObjArgs(callable, arg, nullptr);
+#else
+  return PyObject_CallOneArg(callable, arg);
+#endif
+}
+
+// The type's version tag, which changes whenever the type is modified; 0 means
+// "unknown", and every cache keyed on it is then bypassed. The limited API has
+// no access to it, so the abi3 build looks types up each time.
+inline unsigned int type_version_tag([[maybe_unused]] PyTypeObject* type) noexcept {
+#ifdef Py_LIMITED_API
+  return 0;
+#else
+  return type->tp_version_tag;
+#endif
+}
+
+// The type's __mro__ (new reference), or NULL with no exception set.
+inline nanobind::object type_mro(PyTypeObject* type) {
+#ifdef Py_LIMITED_API
+  PyObject* mro = PyObject_GetAttrString(reinterpret_cast<PyObject*>(type), "__mro__");
+  if (mro == nullptr) PyErr_Clear();
+  return nanobind::steal(mro);
+#else
+  return nanobind::borrow(type->tp_mro);
+#endif
+}
+
+// tp_name in a version-specific build; __name__ (the same for classes defined
+// in Python, such as torch.Tensor) in the abi3 build.
+inline std::string type_name(PyTypeObject* type) {
+#ifdef Py_LIMITED_API
+  nanobind::object name = nanobind::steal(PyType_GetName(type));
+  const char* text = name.is_valid() ? utf8(name.ptr()) : nullptr;
+  if (text == nullptr) {
+    PyErr_Clear();
+    return std::string();
+  }
+  return text;
+#else
+  return type->tp_name;
+#endif
+}
+
+// Replaces *slot with value (a new reference), releasing the old one after.
+inline void replace(PyObject*& slot, PyObject* value) noexcept {
+  PyObject* old = slot;
+  slot = value;
+  Py_XDECREF(old);
+}
+
+// Whether the interpreter is shutting down. The abi3 build asks nanobind, which
+// notices when its internals are torn down during finalisation.
+inline bool is_finalizing() noexcept {
+#if defined(Py_LIMITED_API)
+  return !nanobind::is_alive();
+#elif PY_VERSION_HEX >= 0x030D0000
+  return Py_IsFinalizing() != 0;
+#else
+  return _Py_IsFinalizing() != 0;
+#endif
+}
+
+// pickle.PickleBuffer(exporter): new reference, or NULL with an exception set.
+inline PyObject* pickle_buffer(PyObject* exporter) noexcept {
+#ifdef Py_LIMITED_API
+  PyObject* pickle = PyImport_ImportModule("pickle");
+  if (pickle == nullptr) return nullptr;
+  PyObject* type = PyObject_GetAttrString(pickle, "PickleBuffer");
+  Py_DECREF(pickle);
+  if (type == nullptr) return nullptr;
+  PyObject* buffer = call_one_arg(type, exporter);
+  Py_DECREF(type);
+  return buffer;
+#else
+  return PyPickleBuffer_FromObject(exporter);
+#endif
+}
+
+}  // namespace dlbridge::python::py

@@ -1,0 +1,40 @@
+"""convert reads a source's dtype for its byte-order check only from NumPy arrays: another
+library's dtype property may raise (tvm_ffi 0.1.15's does for complex tensors), and the
+exchange itself never needs it."""
+
+import numpy as np
+import pytest
+
+import dlbridge
+
+
+class DTypeRaises:
+    """A DLPack producer whose dtype property raises."""
+
+    def __init__(self, inner):
+        self._inner = inner
+
+    def __dlpack__(self, **kwargs):
+        return self._inner.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self._inner.__dlpack_device__()
+
+    @property
+    def dtype(self):
+        raise ValueError("no dtype here")
+
+
+@pytest.mark.parametrize("target", [np, np.from_dlpack], ids=["module", "function"])
+def test_a_raising_dtype_property_is_never_read(target):
+    a = np.arange(4.0)
+    out = dlbridge.convert(DTypeRaises(a), target)
+    assert np.shares_memory(out, a)
+    np.testing.assert_array_equal(out, a)
+
+
+def test_numpy_arrays_in_the_other_byte_order_are_still_swapped():
+    swapped = np.arange(4.0).astype(np.dtype(np.float64).newbyteorder())
+    out = dlbridge.convert(swapped, np)
+    assert out.dtype.isnative
+    np.testing.assert_array_equal(out, np.arange(4.0))
