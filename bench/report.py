@@ -110,6 +110,8 @@ def targets(ex, api, cpp, py, conv=None, cg=None) -> list[dict]:
                     r["diff_ns"] <= r["target_extra_ns"], f"{r['convert_ns']:.0f} vs {r['direct_ns']:.0f} ns")
     if cg and cg.get("targets"):
         for t in cg["targets"]:
+            if t["goal"] is None:  # a baseline shown beside the targets, with no goal of its own
+                continue
             goal = f"≤ {t['goal']:.2f}×" if t["kind"] == "ratio" else f"≤ +{t['goal']:.0f} Ir"
             value = f"{t['value']:.2f}×" if t["kind"] == "ratio" else f"{t['value']:+.0f} Ir"
             add(f"callgrind: {t['case']} vs {t['baseline']}", goal, value, t["ok"], "net Ir per call")
