@@ -146,6 +146,10 @@ class CallOwner {
   Handed held_;
 };
 
+// A legacy capsule cannot say whether its memory may be written, so what it
+// delivers is read-only, as dlbridge.from_dlpack imports it (docs/boundary.md).
+inline constexpr uint64_t legacy_flags = DLBRIDGE_FLAG_READ_ONLY;
+
 // Receives into a CallOwner and a TensorView, accepting exactly what
 // ManagedTensor::adopt accepts: the view is validated the same way, and any
 // struct that adopt's own checks (major version, unknown flags, NULL) would
@@ -157,7 +161,7 @@ struct ViewReceiver {
   void receive(Handed handed) {
     if (handed.legacy != nullptr) {
       owner.hold(handed);
-      view.assign(handed.legacy->dl_tensor, 0);  // as ManagedTensor::adopt(legacy)
+      view.assign(handed.legacy->dl_tensor, legacy_flags);
       return;
     }
     abi::DLManagedTensorVersioned* m = handed.versioned;
@@ -180,7 +184,7 @@ struct ManagedReceiver {
 
   void receive(Handed handed) {
     if (handed.legacy != nullptr) {
-      out = ManagedTensor::adopt(handed.legacy);
+      out = ManagedTensor::adopt(handed.legacy, legacy_flags);
     } else {
       out = ManagedTensor::adopt(handed.versioned);
     }
