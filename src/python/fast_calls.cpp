@@ -46,27 +46,6 @@ void match_keywords(const char* function, PyObject* const* names, int count,
     for (Py_ssize_t i = 0; i < nkw; ++i) values[keyword_cache.slots[i]] = kwvalues[i];
     return;
   }
-  // Names that are the interned ones themselves (Python callers', including
-  // a **kwargs dict such as torch.from_dlpack's, which builds a new kwnames
-  // tuple per call) match by pointer and need no cache: replacing the cached
-  // tuple would free the old one on every call.
-  if (nkw <= count && count <= 8) {
-    bool seen[8] = {};
-    int slots[8] = {};
-    Py_ssize_t i = 0;
-    for (; i < nkw; ++i) {
-      PyObject* key = PyTuple_GET_ITEM(kwnames, i);
-      int slot = 0;
-      while (slot < count && names[slot] != key) ++slot;
-      if (slot == count || seen[slot]) break;  // not interned, or twice: the full path says which
-      seen[slot] = true;
-      slots[i] = slot;
-    }
-    if (i == nkw) {
-      for (i = 0; i < nkw; ++i) values[slots[i]] = kwvalues[i];
-      return;
-    }
-  }
   bool seen[8] = {};
   int slots[8] = {};
   for (Py_ssize_t i = 0; i < nkw; ++i) {
