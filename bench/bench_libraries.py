@@ -79,6 +79,11 @@ def measure(quick: bool) -> dict:
             continue
         x, import_capsule_or_array, own_import, call = setup()
         t = dlbridge.from_dlpack(x)
+        if t.readonly:
+            # A legacy capsule's memory (TensorFlow, Warp, MLX): its writability is
+            # unknown, and convert refuses it to a consumer that cannot see READ_ONLY
+            # unless copy=True (docs/boundary.md). A dlbridge-owned copy is timed.
+            t = dlbridge.from_dlpack(x, copy=True)
         times = benchlib.compare({
             "dlbridge_import": (dlbridge.from_dlpack, x),
             "own_import": (own_import, x),

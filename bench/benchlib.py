@@ -128,10 +128,13 @@ def write_json(path: Path, payload: dict) -> None:
     tmp.replace(path)
 
 
-def main_args(argv: list[str] | None, default_name: str):
+def main_args(argv: list[str] | None, default_name: str, extra=None):
+    """--quick and --out; extra(parser) adds a script's own options."""
     import argparse
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true",
                         help="a few repetitions of small cases: checks that the script works, times nothing")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / default_name)
+    if extra is not None:
+        extra(parser)
     return parser.parse_args(argv if argv is not None else sys.argv[1:])

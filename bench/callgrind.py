@@ -49,6 +49,25 @@ TORCH_CASES = {
     "torch.from_dlpack(ascontiguousarray(negative strides))": "torch.from_dlpack(numpy.ascontiguousarray(neg))",
 }
 
+# The type casters of issue 14, for the same 8x8 float32 NumPy array: each
+# dlbridge caster beside the framework's own array parameter (bench/casters_bench_*.cpp,
+# built by bench/run; left out when the modules are not built).
+CASTER_CASES = {
+    "caster nb::ndarray<>": "cbn.ndarray_any(a)",
+    "caster TensorView (nanobind)": "cbn.view_any(a)",
+    "caster nb::ndarray<float, c_contig, cpu>": "cbn.ndarray_f32(a)",
+    "caster TensorArg<float, c_contig, cpu, writable> (nanobind)": "cbn.arg_f32(a)",
+    # The same module built at nanobind's default -Os (which leaves libnanobind,
+    # where nb::ndarray's import is, at the build type's level).
+    "caster nb::ndarray<> (-Os module)": "cbo.ndarray_any(a)",
+    "caster TensorView (nanobind, -Os module)": "cbo.view_any(a)",
+    "caster nb::ndarray<float, c_contig, cpu> (-Os module)": "cbo.ndarray_f32(a)",
+    "caster TensorArg<float, c_contig, cpu, writable> (nanobind, -Os module)": "cbo.arg_f32(a)",
+    "caster py::array_t<float, c_style>": "cbp.array_t_f32(a)",
+    "caster TensorArg<float, c_contig, cpu, writable> (pybind11)": "cbp.arg_f32(a)",
+}
+DEFAULT_CASTER_MODULES = benchlib.ROOT / "build" / "bench-suite" / "bench" / "casters"
+
 # (case, baseline, goal): goal ("ratio", x) is net Ir case / baseline <= x;
 # ("extra", n) is at most n more Ir per call than the baseline.
 TARGETS = [
@@ -62,6 +81,15 @@ TARGETS = [
     ("convert(torch, numpy)", "numpy.from_dlpack(torch)", ("extra", 1200)),
     ("convert(negative strides, torch)", "torch.from_dlpack(ascontiguousarray(negative strides))",
      ("extra", 2000)),
+    ("caster TensorView (nanobind)", "caster nb::ndarray<>", ("ratio", 1.2)),
+    ("caster TensorArg<float, c_contig, cpu, writable> (nanobind)", "caster nb::ndarray<float, c_contig, cpu>",
+     ("ratio", 1.2)),
+    ("caster TensorView (nanobind, -Os module)", "caster nb::ndarray<> (-Os module)", ("ratio", None)),
+    ("caster TensorArg<float, c_contig, cpu, writable> (nanobind, -Os module)",
+     "caster nb::ndarray<float, c_contig, cpu> (-Os module)", ("ratio", None)),
+    # pybind11 has no DLPack: py::array_t is the baseline shown, with no goal.
+    ("caster TensorArg<float, c_contig, cpu, writable> (pybind11)", "caster py::array_t<float, c_style>",
+     ("ratio", None)),
 ]
 
 CHILD = """
@@ -71,6 +99,9 @@ a = numpy.arange(64, dtype=numpy.float32).reshape(8, 8)
 t = dlbridge.from_dlpack(a)
 neg = a[:, ::-1]
 n = int(sys.argv[1])
+if os.environ.get("DLBRIDGE_CASTER_MODULES"):
+    sys.path.insert(0, os.environ["DLBRIDGE_CASTER_MODULES"])
+    import casters_bench_nanobind as cbn, casters_bench_nanobind_os as cbo, casters_bench_pybind11 as cbp
 statements = sys.argv[2:]
 if any("tt" in s for s in statements):
     import torch
@@ -134,7 +165,7 @@ def self_costs(path: Path, calls: int, limit: int = 12) -> tuple[list[dict], dic
     return [{"function": name[-160:], "ir_per_call": cost / calls} for name, cost in top], by_object
 
 
-def run(quick: bool) -> dict:
+def run(quick: bool, caster_modules: Path | None = DEFAULT_CASTER_MODULES, only: str | None = None) -> dict:
     valgrind = shutil.which("valgrind")
     if valgrind is None:
         raise SystemExit("callgrind.py needs valgrind (apt-get install valgrind)")
@@ -148,6 +179,15 @@ def run(quick: bool) -> dict:
             cases.update(TORCH_CASES)
     except ImportError:
         print("torch not installed: no torch cases", file=sys.stderr)
+    casters = caster_modules is not None and all(
+        any(caster_modules.glob(f"{name}.*")) for name in
+        ("casters_bench_nanobind", "casters_bench_nanobind_os", "casters_bench_pybind11"))
+    if casters:
+        cases.update(CASTER_CASES)
+    else:
+        print(f"caster modules not built in {caster_modules}: no caster cases", file=sys.stderr)
+    if only is not None:  # a quick look at some cases while working on them
+        cases = {k: v for k, v in cases.items() if k == "loop" or only in k}
     names = list(cases)
     with tempfile.TemporaryDirectory(prefix="dlbridge-callgrind-") as tmp:
         out = Path(tmp) / "callgrind.out"
@@ -158,6 +198,8 @@ def run(quick: bool) -> dict:
         # PYTHONMALLOC=malloc would change what is counted; the default
         # allocator is what users run, and callgrind handles it fine.
         env = dict(os.environ, PYTHONHASHSEED="0")
+        if casters:
+            env["DLBRIDGE_CASTER_MODULES"] = str(caster_modules)
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
         if proc.returncode != 0:
             raise SystemExit(f"valgrind failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
@@ -184,7 +226,7 @@ def run(quick: bool) -> dict:
         mine, theirs = per_call[case] - loop, per_call[baseline] - loop
         value = mine / theirs if kind == "ratio" else mine - theirs
         targets.append({"case": case, "baseline": baseline, "kind": kind, "goal": goal,
-                        "value": value, "ok": value <= goal})
+                        "value": value, "ok": None if goal is None else value <= goal})
 
     return {
         "benchmark": "callgrind",
@@ -203,8 +245,11 @@ def run(quick: bool) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = benchlib.main_args(argv, "callgrind.json")
-    result = run(args.quick)
+    args = benchlib.main_args(argv, "callgrind.json", extra=lambda p: (
+        p.add_argument("--casters", type=Path, default=DEFAULT_CASTER_MODULES,
+                       help="directory holding the built casters_bench_* modules"),
+        p.add_argument("--only", help="only the cases whose name contains this (plus the loop)")))
+    result = run(args.quick, args.casters, args.only)
     benchlib.write_json(args.out, result)
     print(json.dumps(result["ratios_net"], indent=2))
     print(f"wrote {args.out}")

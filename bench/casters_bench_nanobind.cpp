@@ -18,7 +18,15 @@ volatile uintptr_t sink = 0;
 
 }  // namespace
 
-NB_MODULE(casters_bench_nanobind, m) {
+// One source, two modules (bench/CMakeLists.txt): the name comes from the
+// build, through a second macro so that it is expanded before NB_MODULE
+// pastes it into PyInit_<name>.
+#ifndef CASTERS_BENCH_MODULE
+#define CASTERS_BENCH_MODULE casters_bench_nanobind
+#endif
+#define CASTERS_NB_MODULE(name, variable) NB_MODULE(name, variable)
+
+CASTERS_NB_MODULE(CASTERS_BENCH_MODULE, m) {
   // Any dtype and layout, writable (nb::ndarray refuses read-only without nb::ro).
   m.def("ndarray_any", [](nb::ndarray<> a) { sink = reinterpret_cast<uintptr_t>(a.data()) + a.ndim(); });
   m.def("view_any", [](dlbridge::TensorView v) { sink = reinterpret_cast<uintptr_t>(v.data()) + v.ndim(); });

@@ -18,7 +18,9 @@ def markdown_lines(data: dict | None) -> list[str]:
               f"framework (below 1: dlbridge faster); net subtracts the timing loop "
               f"({s['loop_overhead_ns']:.0f} ns). dlbridge's parameter validates the whole tensor "
               "(shape, strides, extent, flags) and keeps read-only truthful; target for the nanobind pairs: "
-              "≤ 1.2×.", "",
+              "≤ 1.2×. The nanobind module is built with `NOMINSIZE`, so that dlbridge's header-only caster "
+              "is compiled at the same level as nanobind's own `nb::ndarray` import (libnanobind ignores -Os); "
+              "section 5 counts instructions for both that build and nanobind's default -Os module.", "",
               "| input | framework | framework's parameter | ns | dlbridge parameter | ns | ratio | net ratio | target |",
               "|---|---|---|---|---|---|---|---|---|"]
     for r in data["results"]:

@@ -23,13 +23,23 @@ namespace dlbridge::detail {
 
 // The import every caster below starts with: true with out filled, false
 // for "not a tensor", and nanobind::python_error for a refusal.
-inline bool nanobind_import(nanobind::handle src, ManagedTensor& out) {
-  switch (python_bridge::import_managed(src.ptr(), out)) {
+inline bool nanobind_outcome(python_bridge::ImportOutcome outcome) {
+  switch (outcome) {
     case python_bridge::ImportOutcome::imported: return true;
     case python_bridge::ImportOutcome::not_a_tensor: return false;
     case python_bridge::ImportOutcome::failed: break;
   }
   throw nanobind::python_error();
+}
+
+inline bool nanobind_import(nanobind::handle src, ManagedTensor& out) {
+  return nanobind_outcome(python_bridge::import_managed(src.ptr(), out));
+}
+
+// The view is validated in place, in the caster's own value; owner keeps
+// the producer's struct for the call.
+inline bool nanobind_import(nanobind::handle src, python_bridge::CallOwner& owner, TensorView& view) {
+  return nanobind_outcome(python_bridge::import_view(src.ptr(), owner, view));
 }
 
 template <typename Check>
@@ -61,12 +71,10 @@ struct type_caster<dlbridge::TensorView> {
   NB_TYPE_CASTER(dlbridge::TensorView, const_name("object"))
 
   bool from_python(handle src, uint8_t, cleanup_list*) {
-    if (!dlbridge::detail::nanobind_import(src, owner)) return false;
-    value = owner.view();
-    return true;
+    return dlbridge::detail::nanobind_import(src, owner, value);
   }
 
-  dlbridge::ManagedTensor owner;
+  dlbridge::detail::python_bridge::CallOwner owner;
 };
 
 template <typename... Requirements>
@@ -74,13 +82,13 @@ struct type_caster<dlbridge::TensorArg<Requirements...>> {
   NB_TYPE_CASTER(dlbridge::TensorArg<Requirements...>, const_name("object"))
 
   bool from_python(handle src, uint8_t, cleanup_list*) {
-    if (!dlbridge::detail::nanobind_import(src, owner)) return false;
-    dlbridge::detail::nanobind_check(
-        [&] { value = dlbridge::TensorArg<Requirements...>(owner.view()); });
+    using Access = dlbridge::detail::TensorArgAccess;
+    if (!dlbridge::detail::nanobind_import(src, owner, Access::unchecked_view(value))) return false;
+    dlbridge::detail::nanobind_check([&] { Access::check(value); });
     return true;
   }
 
-  dlbridge::ManagedTensor owner;
+  dlbridge::detail::python_bridge::CallOwner owner;
 };
 
 NAMESPACE_END(detail)

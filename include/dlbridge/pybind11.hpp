@@ -24,13 +24,23 @@ namespace dlbridge::detail {
 
 // True with out filled, false for "not a tensor", and
 // pybind11::error_already_set for a refusal.
-inline bool pybind11_import(pybind11::handle src, ManagedTensor& out) {
-  switch (python_bridge::import_managed(src.ptr(), out)) {
+inline bool pybind11_outcome(python_bridge::ImportOutcome outcome) {
+  switch (outcome) {
     case python_bridge::ImportOutcome::imported: return true;
     case python_bridge::ImportOutcome::not_a_tensor: return false;
     case python_bridge::ImportOutcome::failed: break;
   }
   throw pybind11::error_already_set();
+}
+
+inline bool pybind11_import(pybind11::handle src, ManagedTensor& out) {
+  return pybind11_outcome(python_bridge::import_managed(src.ptr(), out));
+}
+
+// The view is validated in place, in the caster's own value; owner keeps
+// the producer's struct for the call.
+inline bool pybind11_import(pybind11::handle src, python_bridge::CallOwner& owner, TensorView& view) {
+  return pybind11_outcome(python_bridge::import_view(src.ptr(), owner, view));
 }
 
 template <typename Check>
@@ -61,14 +71,10 @@ template <>
 struct type_caster<dlbridge::TensorView> {
   PYBIND11_TYPE_CASTER(dlbridge::TensorView, const_name("object"));
 
-  bool load(handle src, bool) {
-    if (!dlbridge::detail::pybind11_import(src, owner)) return false;
-    value = owner.view();
-    return true;
-  }
+  bool load(handle src, bool) { return dlbridge::detail::pybind11_import(src, owner, value); }
 
  private:
-  dlbridge::ManagedTensor owner;
+  dlbridge::detail::python_bridge::CallOwner owner;
 };
 
 template <typename... Requirements>
@@ -76,14 +82,14 @@ struct type_caster<dlbridge::TensorArg<Requirements...>> {
   PYBIND11_TYPE_CASTER(dlbridge::TensorArg<Requirements...>, const_name("object"));
 
   bool load(handle src, bool) {
-    if (!dlbridge::detail::pybind11_import(src, owner)) return false;
-    dlbridge::detail::pybind11_check(
-        [&] { value = dlbridge::TensorArg<Requirements...>(owner.view()); });
+    using Access = dlbridge::detail::TensorArgAccess;
+    if (!dlbridge::detail::pybind11_import(src, owner, Access::unchecked_view(value))) return false;
+    dlbridge::detail::pybind11_check([&] { Access::check(value); });
     return true;
   }
 
  private:
-  dlbridge::ManagedTensor owner;
+  dlbridge::detail::python_bridge::CallOwner owner;
 };
 
 PYBIND11_NAMESPACE_END(detail)

@@ -24,6 +24,15 @@
 #include "layout.hpp"
 #include "tensor_view.hpp"
 
+// Keeps a function's message-building failure path out of line, so that
+// the check that runs on every call stays small (a type caster's cost is
+// measured against nb::ndarray's, issue 14).
+#if defined(__GNUC__)
+#define DLBRIDGE_COLD_PATH __attribute__((noinline, cold))
+#else
+#define DLBRIDGE_COLD_PATH
+#endif
+
 namespace dlbridge {
 
 // What an argument must be. ImportPolicy holds the checks that TensorView
@@ -36,6 +45,26 @@ struct ArgRequirements {
 
   // Raises the first requirement that view misses.
   void check(const TensorView& view) const {
+    if (!meets_own(view)) raise_own_miss(view);
+    // The rest are TensorView's own checks; the two above are not asked
+    // again.
+    ImportPolicy rest = policy;
+    rest.require_writable = false;
+    rest.require_c_contiguous = false;
+    view.check(rest);
+  }
+
+ private:
+  // The requirements checked here rather than by TensorView::check.
+  bool meets_own(const TensorView& view) const noexcept {
+    return (!dtype || view.dtype() == *dtype) && (ndim < 0 || view.ndim() == ndim) &&
+           (!device_type || view.device().type == *device_type) &&
+           !(policy.require_writable && view.readonly()) &&
+           !(policy.require_c_contiguous && !view.is_c_contiguous());
+  }
+
+  // Throws the first of meets_own's requirements that view misses.
+  DLBRIDGE_COLD_PATH void raise_own_miss(const TensorView& view) const {
     if (dtype && view.dtype() != *dtype)
       detail::fail(ErrorCode::unsupported_dtype,
                    "This function takes " + dtype_name(*dtype) + " tensors; got " +
@@ -54,7 +83,7 @@ struct ArgRequirements {
                        "; got one on " + to_string(view.device()) + ".",
                    "Move it there first (e.g. dlbridge.from_dlpack(x, device=...)).");
     // The two requirements a caller most often misses get a fix that fits a
-    // function argument; the rest are TensorView's own checks.
+    // function argument.
     if (policy.require_writable && view.readonly())
       detail::fail(ErrorCode::read_only,
                    "This function writes to its argument, and the tensor is read-only.",
@@ -67,10 +96,8 @@ struct ArgRequirements {
                        dims_text(view.ndim(), view.shape()) + ".",
                    "Pass a compact copy (NumPy: np.ascontiguousarray(x); PyTorch: "
                    "x.contiguous()).");
-    view.check(policy);
   }
 
- private:
   static std::string dims_text(int32_t ndim, const int64_t* dims) {
     std::string text = "(";
     for (int32_t d = 0; d < ndim; ++d) text += (d ? ", " : "") + std::to_string(dims[d]);
@@ -95,6 +122,10 @@ using cpu = device<abi::kDLCPU>;
 }  // namespace require
 
 namespace detail {
+
+// The type casters' way to build a TensorArg in place: fill the view, then
+// check it. Not for other use: a TensorArg is meant to hold a checked view.
+struct TensorArgAccess;
 
 template <typename T>
 void apply_requirement(ArgRequirements& r, require::dtype<T>) { r.dtype = dtype_of<T>(); }
@@ -161,7 +192,24 @@ class TensorArg {
   element_type* data() const noexcept { return static_cast<element_type*>(view_.data()); }
 
  private:
+  friend struct detail::TensorArgAccess;
   TensorView view_;
 };
+
+namespace detail {
+
+struct TensorArgAccess {
+  template <typename... Requirements>
+  static TensorView& unchecked_view(TensorArg<Requirements...>& arg) noexcept {
+    return arg.view_;
+  }
+  // Throws dlbridge::Error if the filled view misses a requirement.
+  template <typename... Requirements>
+  static void check(const TensorArg<Requirements...>& arg) {
+    TensorArg<Requirements...>::requirements().check(arg.view_);
+  }
+};
+
+}  // namespace detail
 
 }  // namespace dlbridge

@@ -1,5 +1,5 @@
 // Raw METH_FASTCALL entry points for the calls users make per tensor:
-// from_dlpack and convert. Why not nanobind here: its overload dispatch with
+// from_dlpack and convert (and Tensor.__dlpack_device__, below). Why not nanobind here: its overload dispatch with
 // keyword-only defaults and its instance bookkeeping cost ~75 ns per call,
 // a third of numpy.from_dlpack's whole time (bench/bench_exchange.py,
 // bench/callgrind.py). Everything else is bound with nanobind; these
@@ -138,6 +138,34 @@ PyMethodDef from_dlpack_def = {
     "zero-copy whenever the request allows. copy=True never aliases; copy=False never "
     "copies."};
 
+// Tensor.__dlpack_device__ as a plain METH_NOARGS method: consumers
+// (torch.from_dlpack, and convert through it) ask it before every
+// __dlpack__, and nanobind's dispatch plus its enum conversion cost about
+// 200 instructions a call (bench/callgrind.py). The (kDLCPU, 0) answer is one
+// tuple, made once: tuples are immutable.
+PyObject* tensor_dlpack_device(PyObject* self, PyObject*) noexcept {
+  try {
+    const Tensor* t = as_tensor(nb::handle(self));
+    if (t == nullptr) throw nb::type_error("__dlpack_device__ needs an initialised dlbridge.Tensor.");
+    const Device device = t->view().device();
+    if (device.type == abi::kDLCPU && device.id == 0) {
+      static PyObject* const cpu = nb::make_tuple(device_type_to_python(abi::kDLCPU), 0).release().ptr();
+      Py_INCREF(cpu);
+      return cpu;
+    }
+    return nb::make_tuple(device_type_to_python(device.type), device.id).release().ptr();
+  } catch (...) {
+    set_python_error(std::current_exception());
+    return nullptr;
+  }
+}
+
+PyMethodDef tensor_dlpack_device_def = {
+    "__dlpack_device__",
+    reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(tensor_dlpack_device)), METH_NOARGS,
+    "__dlpack_device__($self, /)\n--\n\n"
+    "(device_type, device_id) of the data, as the DLPack protocol asks."};
+
 void add_function(nb::module_& m, PyMethodDef* def) {
   nb::object fn = nb::steal(PyCFunction_NewEx(def, nullptr, m.attr("__name__").ptr()));
   if (!fn.is_valid()) throw nb::python_error();
@@ -148,6 +176,11 @@ void add_function(nb::module_& m, PyMethodDef* def) {
 
 void bind_fast_calls(nb::module_& m) {
   add_function(m, &from_dlpack_def);
+  nb::object tensor = m.attr("Tensor");
+  nb::object device = nb::steal(
+      PyDescr_NewMethod(reinterpret_cast<PyTypeObject*>(tensor.ptr()), &tensor_dlpack_device_def));
+  if (!device.is_valid()) throw nb::python_error();
+  tensor.attr("__dlpack_device__") = device;
   m.def("_install_arrow_second_look", [](nb::object fn) {
     py::replace(arrow_second_look, fn.release().ptr());
   });

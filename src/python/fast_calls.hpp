@@ -12,7 +12,7 @@ namespace dlbridge::python {
 void match_keywords(const char* function, PyObject* const* names, int count,
                     PyObject* const* kwvalues, PyObject* kwnames, PyObject** values);
 
-// Entry points defined in fast_calls.cpp (from_dlpack) and
+// Entry points defined in fast_calls.cpp (from_dlpack, Tensor.__dlpack_device__) and
 // convert_route.cpp (convert).
 void bind_fast_calls(nb::module_& m);
 void bind_convert(nb::module_& m);

@@ -232,12 +232,7 @@ void bind_tensor(nb::module_& m) {
                    "Address of element 0 (data + byte_offset).")
       .def_prop_ro("is_c_contiguous", [](const Tensor& t) { return t.view().is_c_contiguous(); })
       .def_prop_ro("is_f_contiguous", [](const Tensor& t) { return t.view().is_f_contiguous(); })
-      .def("__dlpack_device__",
-           [](const Tensor& t) {
-             return nb::make_tuple(device_type_to_python(t.view().device().type), t.view().device().id);
-           },
-           nb::sig("def __dlpack_device__(self) -> tuple[DeviceType, int]"),
-           "(device_type, device_id) of the data, as the DLPack protocol asks.")
+      // __dlpack_device__ is a plain method, installed by fast_calls.cpp.
       .def("copy",
            [](const Tensor& t, nb::handle device) {
              Device target = device.is_none() ? t.view().device() : device_from_python(device);

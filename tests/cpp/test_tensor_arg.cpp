@@ -86,4 +86,60 @@ TEST(TensorArg, RequirementsAreDataThatCanBeBuiltAtRunTime) {
   EXPECT_EQ(dlbridge::TensorArg<req::ndim<3>>::requirements().ndim, 3);
 }
 
+TEST(TensorArg, TensorViewsOwnChecksStillApply) {
+  // ArgRequirements asks TensorView::check for what it does not check itself.
+  std::vector<float> data(8);
+  dlbridge::ArgRequirements r;
+  r.policy.require_host_accessible = true;
+  auto on_cuda = dlbridge::TensorView::from_data(data.data(), dlbridge::dtype_of<float>(), {4}, {},
+                                                 dlbridge::Device{dlbridge::abi::kDLCUDA, 0});
+  try {
+    r.check(on_cuda);
+    FAIL() << "device memory accepted as host-accessible";
+  } catch (const dlbridge::Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::device_unavailable);
+  }
+  dlbridge::ArgRequirements aligned;
+  aligned.policy.min_alignment = 64;
+  auto* odd = reinterpret_cast<float*>(reinterpret_cast<uintptr_t>(data.data()) | 4);
+  try {
+    aligned.check(dlbridge::TensorView::from_data(odd, dlbridge::dtype_of<float>(), {1}));
+    FAIL() << "a misaligned view accepted";
+  } catch (const dlbridge::Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::unsupported_layout);
+  }
+}
+
+TEST(TensorArg, TheFirstMissedRequirementIsRaised) {
+  std::vector<float> data(6);
+  auto read_only_transposed = floats(data, {3, 2}, {1, 3}, DLBRIDGE_FLAG_READ_ONLY);
+  EXPECT_EQ((refusal<dlbridge::TensorArg<req::dtype<double>, req::writable>>(read_only_transposed)),
+            ErrorCode::unsupported_dtype);
+  EXPECT_EQ((refusal<dlbridge::TensorArg<req::c_contiguous, req::writable>>(read_only_transposed)),
+            ErrorCode::read_only);
+  try {
+    dlbridge::TensorArg<req::writable> arg(read_only_transposed);
+    FAIL() << "a read-only view accepted as writable";
+  } catch (const dlbridge::Error& e) {
+    // ArgRequirements' own message, with the fix for a function argument.
+    EXPECT_EQ(e.message(), "This function writes to its argument, and the tensor is read-only.");
+  }
+}
+
+TEST(TensorArg, CastersFillTheViewInPlaceThenCheckIt) {
+  using Access = dlbridge::detail::TensorArgAccess;
+  std::vector<float> data(6);
+  dlbridge::TensorArg<req::dtype<float>, req::ndim<2>> arg;
+  Access::unchecked_view(arg) = floats(data, {2, 3});
+  Access::check(arg);
+  EXPECT_EQ(arg.data(), data.data());
+  Access::unchecked_view(arg) = floats(data, {6});
+  try {
+    Access::check(arg);
+    FAIL() << "a 1-d view passed ndim<2>";
+  } catch (const dlbridge::Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::unsupported_layout);
+  }
+}
+
 }  // namespace

@@ -45,7 +45,10 @@ def test_reads_torch_jax_buffers_and_array_interfaces(m):
     jnp = pytest.importorskip("jax.numpy")
     t = torch.ones(5, dtype=torch.float64)
     assert m.view(t) == "float64 (5) cpu rw" and m.address(t) == t.data_ptr()
-    assert m.view(jnp.ones((2, 2), dtype=jnp.int32)) == "int32 (2, 2) cpu rw"
+    # JAX answers max_version with a legacy capsule: read-only, as dlbridge.from_dlpack
+    # imports it (docs/boundary.md); the casters' fast route used to make it writable.
+    x = jnp.ones((2, 2), dtype=jnp.int32)
+    assert m.view(x) == "int32 (2, 2) cpu ro" and dlbridge.from_dlpack(x).readonly
     assert m.view(bytearray(b"abc")) == "uint8 (3) cpu rw"
     assert m.view(ArrayInterfaceOnly(np.ones(3, dtype=np.uint16))) == "uint16 (3) cpu rw"
     assert m.view(dlbridge.empty((1, 2), "bfloat16")) == "bfloat16 (1, 2) cpu rw"
@@ -102,6 +105,32 @@ def test_hostile_producer_is_refused_with_dlbridges_code_and_every_capsule_delet
         m.view(future)
     assert hostile.calls >= 1 and future.calls >= 1
     assert testing.deleter_calls() - before == hostile.calls + future.calls
+
+
+def test_capsules_the_in_place_view_cannot_take_get_adopts_refusal_and_are_deleted_once(m):
+    # The casters validate a view in place; what ManagedTensor::adopt alone
+    # refuses (unknown flag bits, a NULL struct is not makeable here) must
+    # still be refused with its code, and each capsule deleted exactly once.
+    testing = dlbridge._core._testing
+    before = testing.deleter_calls()
+    unknown_flags = Producer(flags=1 << 40)
+    with pytest.raises(dlbridge.InvalidTensorError, match="flag bits 0x10000000000"):
+        m.view(unknown_flags)
+    with pytest.raises(dlbridge.InvalidTensorError):
+        m.float_matrix(unknown_flags)
+    assert unknown_flags.calls >= 2
+    assert testing.deleter_calls() - before == unknown_flags.calls
+
+
+def test_legacy_capsule_from_dlpack_is_a_read_only_view_deleted_once(m):
+    testing = dlbridge._core._testing
+    before = testing.deleter_calls()
+    legacy = Producer(shape=[2, 3], dtype=(2, 32, 1), versioned=False)
+    assert m.view(legacy) == "float32 (2, 3) cpu ro"
+    assert m.float_matrix(legacy) == "float32 (2, 3) cpu ro"
+    with pytest.raises(dlbridge.ReadOnlyError):
+        m.writable(legacy)
+    assert testing.deleter_calls() - before == legacy.calls == 3
 
 
 def test_raw_capsule_is_consumed_once(m):

@@ -109,6 +109,23 @@ def test_keywords_are_matched_by_value_too():
         dlbridge.convert(a[::-1], "torch", **{name: False})
 
 
+def test_keywords_from_a_fresh_dict_each_call_are_matched_by_pointer():
+    # torch.from_dlpack calls __dlpack__(**kwargs): a new kwnames tuple per call,
+    # with the interned names. Neither the pointer match nor the cached layout of
+    # an earlier call may put a value in the wrong slot.
+    a = np.arange(3.0)
+    other = "".join(["dev", "ice"])  # equal to "device", not the interned object
+    for _ in range(2):
+        assert dlbridge.from_dlpack(a, **{"copy": True}).data_ptr != a.ctypes.data
+        assert dlbridge.from_dlpack(a, **{"device": None, "copy": False}).data_ptr == a.ctypes.data
+        assert dlbridge.from_dlpack(a, **{"copy": True, other: None}).data_ptr != a.ctypes.data
+        assert dlbridge.from_dlpack(a, **{"copy": False}).data_ptr == a.ctypes.data
+    t = dlbridge.from_dlpack(a)
+    info = dlbridge.inspect_capsule(t.__dlpack__(**{"max_version": (1, 0), "copy": True}))
+    assert info["versioned"] and info["flags"] == dlbridge._core.FLAG_IS_COPIED
+    assert not dlbridge.inspect_capsule(t.__dlpack__(**{"max_version": (0, 9)}))["versioned"]
+
+
 # --- Tensor.__dlpack__: the plain host export
 
 def test_the_plain_export_keeps_read_only_and_the_version():

@@ -93,6 +93,14 @@ def test_repr_shows_shape_dtype_device_strides_and_flags():
 def test_dlpack_device_is_an_enum_and_an_id():
     kind, index = dlbridge.empty(3).__dlpack_device__()
     assert kind is dlbridge.DeviceType.kDLCPU and index == 0
+    # The CPU answer is one shared tuple; other devices get their own.
+    assert dlbridge.empty(1).__dlpack_device__() is dlbridge.empty(2).__dlpack_device__()
+    cuda1 = dlbridge.from_dlpack(_testing.make_capsule(device=(2, 1)))
+    assert cuda1.__dlpack_device__() == (dlbridge.DeviceType.kDLCUDA, 1)
+    assert cuda1.__dlpack_device__()[0] is dlbridge.DeviceType.kDLCUDA
+    pinned = dlbridge.from_dlpack(_testing.make_capsule(device=(3, 0)))
+    assert pinned.__dlpack_device__() == (dlbridge.DeviceType.kDLCUDAHost, 0)
+    assert dlbridge.from_dlpack(_testing.make_capsule(device=(1, 2))).__dlpack_device__()[1] == 2
 
 
 def test_tensor_has_no_public_constructor():

@@ -21,6 +21,7 @@
 #include "../error.hpp"
 #include "../exchange_api.hpp"
 #include "../managed_tensor.hpp"
+#include "../tensor_view.hpp"
 
 namespace dlbridge::detail::python_bridge {
 
@@ -112,17 +113,91 @@ bool call_or_set_error(Step&& step) noexcept {
   return false;
 }
 
-// Adopts what a producer handed over; on a refusal the deleter has run and
-// the coded Python error is set.
-template <typename Managed>
-bool adopt_or_set_error(Managed* managed, ManagedTensor& out) noexcept {
-  return call_or_set_error([&] { out = ManagedTensor::adopt(managed); });
-}
+// What a route hands over: a versioned struct, a legacy one, or neither.
+// Whoever receives it owns it.
+struct Handed {
+  abi::DLManagedTensorVersioned* versioned = nullptr;
+  abi::DLManagedTensor* legacy = nullptr;
+  explicit operator bool() const noexcept { return versioned != nullptr || legacy != nullptr; }
+};
+
+// The producer's struct behind a view that lives for one call: its deleter
+// runs once, when the owner is reset or dies. The view is kept beside it by
+// the caster, validated in place, so that no ManagedTensor is built and
+// moved per call (that was ~40% of the caster's own cost, issue 14).
+class CallOwner {
+ public:
+  CallOwner() = default;
+  CallOwner(const CallOwner&) = delete;
+  CallOwner& operator=(const CallOwner&) = delete;
+  ~CallOwner() { reset(); }
+
+  void hold(Handed handed) noexcept {
+    reset();
+    held_ = handed;
+  }
+  void reset() noexcept {
+    Handed held = std::exchange(held_, Handed{});
+    if (held.versioned != nullptr && held.versioned->deleter != nullptr) held.versioned->deleter(held.versioned);
+    if (held.legacy != nullptr && held.legacy->deleter != nullptr) held.legacy->deleter(held.legacy);
+  }
+
+ private:
+  Handed held_;
+};
+
+// A legacy capsule cannot say whether its memory may be written, so what it
+// delivers is read-only, as dlbridge.from_dlpack imports it (docs/boundary.md).
+inline constexpr uint64_t legacy_flags = DLBRIDGE_FLAG_READ_ONLY;
+
+// Receives into a CallOwner and a TensorView, accepting exactly what
+// ManagedTensor::adopt accepts: the view is validated the same way, and any
+// struct that adopt's own checks (major version, unknown flags, NULL) would
+// refuse goes to adopt itself, so the refusal is adopt's.
+struct ViewReceiver {
+  CallOwner& owner;
+  TensorView& view;
+
+  void receive(Handed handed) {
+    if (handed.legacy != nullptr) {
+      owner.hold(handed);
+      view.assign(handed.legacy->dl_tensor, legacy_flags);
+      return;
+    }
+    abi::DLManagedTensorVersioned* m = handed.versioned;
+    if (m != nullptr && m->version.major == DLBRIDGE_DLPACK_MAJOR && (m->flags & ~known_flags) == 0) {
+      owner.hold(handed);
+      view.assign(m->dl_tensor, m->flags);
+      return;
+    }
+    ManagedTensor adopted = ManagedTensor::adopt(m);  // raises the refusal
+    view = adopted.view();
+    owner.hold(Handed{adopted.release_versioned(), nullptr});
+  }
+  const TensorView& received() const noexcept { return view; }
+  void reset() noexcept { owner.reset(); }
+};
+
+// Receives into an owned ManagedTensor (the ManagedTensor caster).
+struct ManagedReceiver {
+  ManagedTensor& out;
+
+  void receive(Handed handed) {
+    if (handed.legacy != nullptr) {
+      out = ManagedTensor::adopt(handed.legacy, legacy_flags);
+    } else {
+      out = ManagedTensor::adopt(handed.versioned);
+    }
+  }
+  const TensorView& received() const noexcept { return out.view(); }
+  void reset() noexcept { out.reset(); }
+};
 
 // Everything through dlbridge's own import (dlbridge.from_dlpack's path). A
 // TypeError from it means "no array-like at all" and becomes not_a_tensor,
 // so that the binding framework can try other overloads.
-inline ImportOutcome import_through_dlbridge(PyObject* object, ManagedTensor& out) noexcept {
+template <typename Receiver>
+ImportOutcome import_through_dlbridge(PyObject* object, Receiver& receiver) noexcept {
   const abi::DLPackExchangeAPI* api = dlbridge_api();
   if (api == nullptr) return ImportOutcome::failed;
   abi::DLManagedTensorVersioned* managed = nullptr;
@@ -135,7 +210,9 @@ inline ImportOutcome import_through_dlbridge(PyObject* object, ManagedTensor& ou
     PyErr_Clear();
     return ImportOutcome::not_a_tensor;
   }
-  return adopt_or_set_error(managed, out) ? ImportOutcome::imported : ImportOutcome::failed;
+  // On a refusal the deleter has run and the coded Python error is set.
+  return call_or_set_error([&] { receiver.receive(Handed{managed, nullptr}); }) ? ImportOutcome::imported
+                                                                                : ImportOutcome::failed;
 }
 
 // The per-call fast paths below serve the common case, host memory from a
@@ -188,79 +265,103 @@ inline TypeRoute& route_of(PyTypeObject* type) {
   return routes->back();
 }
 
-// true: out holds a host tensor. false: nothing is owned, no error is set,
-// and the caller goes through dlbridge.
-inline bool import_from_dlpack_method(PyObject* object, TypeRoute& route, ManagedTensor& out) {
-  static PyObject* max_version = Py_BuildValue("(II)", unsigned(DLBRIDGE_DLPACK_MAJOR),
-                                               unsigned(DLBRIDGE_DLPACK_MINOR));
-  static PyObject* keywords = Py_BuildValue("(s)", "max_version");
-  PyObject* args[] = {object, max_version};
-  PyObject* capsule = PyObject_Vectorcall(route.dlpack, args, 1, keywords);
+// What __dlpack__(max_version=(1, 3)) hands over; nothing (and no error
+// set) when the producer did not answer with a capsule.
+inline Handed from_dlpack_method(PyObject* object, TypeRoute& route) noexcept {
+  struct Arguments {
+    PyObject* max_version;
+    PyObject* keywords;
+  };
+  // The keyword name is interned, as producers' own are: NumPy's argument
+  // parser then matches it by pointer instead of comparing strings.
+  static const Arguments fixed = [] {
+    PyObject* name = PyUnicode_InternFromString("max_version");
+    Arguments made{Py_BuildValue("(II)", unsigned(DLBRIDGE_DLPACK_MAJOR), unsigned(DLBRIDGE_DLPACK_MINOR)),
+                   name != nullptr ? PyTuple_Pack(1, name) : nullptr};
+    Py_XDECREF(name);
+    return made;
+  }();
+  if (fixed.max_version == nullptr || fixed.keywords == nullptr) {
+    PyErr_Clear();
+    return {};
+  }
+  PyObject* args[] = {object, fixed.max_version};
+  PyObject* capsule = PyObject_Vectorcall(route.dlpack, args, 1, fixed.keywords);
   if (capsule == nullptr) {
     // A producer older than max_version: dlbridge's path knows how to ask
     // it, and is taken for its type from now on.
     if (PyErr_ExceptionMatches(PyExc_TypeError)) route.route = Route::dlbridge;
     PyErr_Clear();
-    return false;
+    return {};
   }
   // Taken by renaming to the "used_" name, which tells the capsule's own
   // destructor to leave the tensor alone; ours from here on.
   void* versioned = PyCapsule_GetPointer(capsule, "dltensor_versioned");
   void* legacy = versioned == nullptr ? PyCapsule_GetPointer(capsule, "dltensor") : nullptr;
-  PyErr_Clear();
+  if (versioned == nullptr) PyErr_Clear();
   const bool taken = (versioned != nullptr || legacy != nullptr) &&
                      PyCapsule_SetName(capsule, versioned ? "used_dltensor_versioned" : "used_dltensor") == 0;
   Py_DECREF(capsule);
   if (!taken) {
     PyErr_Clear();
-    return false;
+    return {};
   }
-  try {
-    if (versioned != nullptr) {
-      out = ManagedTensor::adopt(static_cast<abi::DLManagedTensorVersioned*>(versioned));
-    } else {
-      out = ManagedTensor::adopt(static_cast<abi::DLManagedTensor*>(legacy));
-    }
-  } catch (...) {
-    return false;  // dlbridge asks again and explains the refusal
-  }
-  return true;
+  return Handed{static_cast<abi::DLManagedTensorVersioned*>(versioned), static_cast<abi::DLManagedTensor*>(legacy)};
 }
 
-inline bool import_from_exchange_api(PyObject* object, const abi::DLPackExchangeAPI* api,
-                                     ManagedTensor& out) {
+inline Handed from_exchange_api(PyObject* object, const abi::DLPackExchangeAPI* api) noexcept {
   abi::DLManagedTensorVersioned* managed = nullptr;
   if (api->managed_tensor_from_py_object_no_sync(object, &managed) != 0) {
     PyErr_Clear();
-    return false;
+    return {};
   }
-  try {
-    out = ManagedTensor::adopt(managed);
-  } catch (...) {
-    return false;
-  }
-  return true;
+  return Handed{managed, nullptr};
 }
 
-// Imports object as an owned, validated tensor into out, as
+// Imports object as a validated tensor into receiver, as
 // dlbridge.from_dlpack(object) would.
-inline ImportOutcome import_managed(PyObject* object, ManagedTensor& out) noexcept {
+template <typename Receiver>
+ImportOutcome import_into(PyObject* object, Receiver& receiver) noexcept {
   try {
     TypeRoute& route = route_of(Py_TYPE(object));
-    bool done = false;
-    if (route.route == Route::exchange_api) done = import_from_exchange_api(object, route.api, out);
-    if (route.route == Route::dlpack_method) done = import_from_dlpack_method(object, route, out);
-    if (done && is_host_accessible(out.view().device().type)) return ImportOutcome::imported;
-    if (done) {
-      // Device memory wants a stream: dlbridge's path passes one. The
-      // type goes there from now on.
-      out.reset();
-      route.route = Route::dlbridge;
+    Handed handed;
+    if (route.route == Route::exchange_api) handed = from_exchange_api(object, route.api);
+    if (route.route == Route::dlpack_method) handed = from_dlpack_method(object, route);
+    if (handed) {
+      bool received = false;
+      try {
+        receiver.receive(handed);
+        received = true;
+      } catch (...) {
+        // Let go of it (the deleter runs once); dlbridge asks again and
+        // explains the refusal.
+        receiver.reset();
+      }
+      if (received && is_host_accessible(receiver.received().device().type)) return ImportOutcome::imported;
+      if (received) {
+        // Device memory wants a stream: dlbridge's path passes one. The
+        // type goes there from now on.
+        receiver.reset();
+        route.route = Route::dlbridge;
+      }
     }
   } catch (...) {
     PyErr_Clear();  // the route table could not grow: dlbridge's path still works
   }
-  return import_through_dlbridge(object, out);
+  return import_through_dlbridge(object, receiver);
+}
+
+// Imports object as an owned, validated tensor into out.
+inline ImportOutcome import_managed(PyObject* object, ManagedTensor& out) noexcept {
+  ManagedReceiver receiver{out};
+  return import_into(object, receiver);
+}
+
+// Imports object into view, validated in place, with owner holding the
+// producer's struct for as long as the view is used.
+inline ImportOutcome import_view(PyObject* object, CallOwner& owner, TensorView& view) noexcept {
+  ViewReceiver receiver{owner, view};
+  return import_into(object, receiver);
 }
 
 // Checks requirements against a freshly imported view; false with the
