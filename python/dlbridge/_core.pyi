@@ -177,9 +177,6 @@ class Tensor:
     @property
     def is_f_contiguous(self) -> bool: ...
 
-    def __dlpack_device__(self) -> tuple[DeviceType | int, int]:
-        """(device_type, device_id) of the data, as the DLPack protocol asks."""
-
     def copy(self, device: DeviceLike | None = None) -> Tensor:
         """A new, writable, compact (C-order) copy."""
 
@@ -223,6 +220,9 @@ class Tensor:
         """
 
     __dlpack_c_exchange_api__: CapsuleType
+
+    def __dlpack_device__(self) -> tuple[DeviceType | int, int]:
+        """(device_type, device_id) of the data, as the DLPack protocol asks."""
 
 def to_dlpack(x: object, /, *, stream: int | None = None, max_version: tuple[int, int] | None = None, dl_device: tuple[int, int] | DeviceLike | None = None, copy: bool | None = None) -> CapsuleType:
     """
