@@ -273,7 +273,7 @@ PyObject* through_dlbridge(PyObject* x, const ConvertTarget& t, PyObject* fn, nb
 
 PyObject* convert_entry(PyObject*, PyObject* const* args, Py_ssize_t nargsf,
                         PyObject* kwnames) noexcept {
-  try {
+  return python_boundary<PyObject*>(nullptr, [&]() -> PyObject* {
     static PyObject* const names[] = {PyUnicode_InternFromString("device"),
                                       PyUnicode_InternFromString("copy")};
     const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
@@ -317,10 +317,7 @@ PyObject* convert_entry(PyObject*, PyObject* const* args, Py_ssize_t nargsf,
     if (out != nullptr) return out;
     if (PyErr_Occurred()) return nullptr;
     return call_general(imported.is_valid() ? imported.ptr() : x, to, Py_None, Py_None);
-  } catch (...) {
-    set_python_error(std::current_exception());
-    return nullptr;
-  }
+  });
 }
 
 PyMethodDef convert_def = {

@@ -105,7 +105,7 @@ PyObject* interned(const char* text) {
 
 PyObject* from_dlpack_entry(PyObject*, PyObject* const* args, Py_ssize_t nargsf,
                             PyObject* kwnames) noexcept {
-  try {
+  return python_boundary<PyObject*>(nullptr, [&]() -> PyObject* {
     static PyObject* const names[] = {interned("device"), interned("copy")};
     const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     if (nargs != 1)
@@ -122,10 +122,7 @@ PyObject* from_dlpack_entry(PyObject*, PyObject* const* args, Py_ssize_t nargsf,
       if (arrow_second_look == nullptr || !type_from_module(Py_TYPE(args[0]), "pyarrow")) throw;
       return ask_arrow_second_look(args[0], values[0], values[1]);
     }
-  } catch (...) {
-    set_python_error(std::current_exception());
-    return nullptr;
-  }
+  });
 }
 
 PyMethodDef from_dlpack_def = {
@@ -144,7 +141,7 @@ PyMethodDef from_dlpack_def = {
 // 200 instructions a call (bench/callgrind.py). The (kDLCPU, 0) answer is one
 // tuple, made once: tuples are immutable.
 PyObject* tensor_dlpack_device(PyObject* self, PyObject*) noexcept {
-  try {
+  return python_boundary<PyObject*>(nullptr, [&]() -> PyObject* {
     const Tensor* t = as_tensor(nb::handle(self));
     if (t == nullptr) throw nb::type_error("__dlpack_device__ needs an initialised dlbridge.Tensor.");
     const Device device = t->view().device();
@@ -154,10 +151,7 @@ PyObject* tensor_dlpack_device(PyObject* self, PyObject*) noexcept {
       return cpu;
     }
     return nb::make_tuple(device_type_to_python(device.type), device.id).release().ptr();
-  } catch (...) {
-    set_python_error(std::current_exception());
-    return nullptr;
-  }
+  });
 }
 
 PyMethodDef tensor_dlpack_device_def = {
