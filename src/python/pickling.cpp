@@ -155,9 +155,15 @@ nb::object rebuild_tensor(nb::handle payload, nb::handle layout_value, bool priv
 }
 
 nb::object rebuild_shared_tensor(const std::string& name, nb::handle ticket, nb::handle layout) {
-  const BufferLayout parsed = layout_from_python(layout);
-  return wrap_tensor(
-      open_shared_tensor(name, uint64_t(layout_int(ticket, "the ticket", 0, INT64_MAX)), parsed));
+  const uint64_t number = uint64_t(layout_int(ticket, "the ticket", 0, INT64_MAX));
+  BufferLayout parsed;
+  try {
+    parsed = layout_from_python(layout);
+  } catch (...) {
+    return_shared_ticket(name, number);
+    throw;
+  }
+  return wrap_tensor(open_shared_tensor(name, number, parsed));
 }
 
 nb::object rebuild_cuda_tensor(const std::string& name, nb::handle ticket, nb::handle layout) {
