@@ -25,10 +25,9 @@ nb::tuple dims_tuple(const int64_t* dims, int32_t ndim) {
 
 std::string tensor_repr(const Tensor& t) {
   const TensorView& v = t.view();
-  std::string shape = nb::cast<std::string>(nb::repr(dims_tuple(v.shape(), v.ndim())));
-  std::string strides = nb::cast<std::string>(nb::repr(dims_tuple(v.strides(), v.ndim())));
-  std::string text = "dlbridge.Tensor(shape=" + shape + ", dtype=" + dtype_name(v.dtype()) +
-                     ", device=" + to_string(v.device()) + ", strides=" + strides;
+  std::string text = "dlbridge.Tensor(shape=" + dims_text(v.ndim(), v.shape()) +
+                     ", dtype=" + dtype_name(v.dtype()) + ", device=" + to_string(v.device()) +
+                     ", strides=" + dims_text(v.ndim(), v.strides());
   if (v.readonly()) text += ", readonly=True";
   if (v.subbyte_padded()) text += ", subbyte_padded=True";
   return text + ")";
