@@ -59,11 +59,10 @@ nb::tuple layout_to_python(const BufferLayout& layout) {
 }
 
 int64_t layout_int(nb::handle value, const char* what, int64_t low, int64_t high) {
-  if (!PyLong_Check(value.ptr()) || PyBool_Check(value.ptr()))
-    bad_layout(std::string(what) + " is not an int.");
-  int overflow = 0;
-  const long long n = PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
-  if (overflow != 0 || n < low || n > high)
+  int64_t n = 0;
+  const IntRead read = read_int64(value.ptr(), n);
+  if (read == IntRead::not_an_int) bad_layout(std::string(what) + " is not an int.");
+  if (read == IntRead::too_big || n < low || n > high)
     bad_layout(std::string(what) + " is outside " + std::to_string(low) + ".." +
                std::to_string(high) + ".");
   return n;
