@@ -166,9 +166,15 @@ nb::object rebuild_shared_tensor(const std::string& name, nb::handle ticket, nb:
 }
 
 nb::object rebuild_cuda_tensor(const std::string& name, nb::handle ticket, nb::handle layout) {
-  const BufferLayout parsed = layout_from_python(layout);
-  return wrap_tensor(
-      open_device_share(name, uint64_t(layout_int(ticket, "the ticket", 0, INT64_MAX)), parsed));
+  const uint64_t number = uint64_t(layout_int(ticket, "the ticket", 0, INT64_MAX));
+  BufferLayout parsed;
+  try {
+    parsed = layout_from_python(layout);
+  } catch (...) {
+    return_shared_ticket(name, number);  // the record's segment carries the ticket
+    throw;
+  }
+  return wrap_tensor(open_device_share(name, number, parsed));
 }
 
 nb::object reduce_ex(nb::handle self, int protocol) {
