@@ -50,15 +50,6 @@ namespace detail {
        "src and dst must have the same shape, dtype and sub-byte packing.");
 }
 
-inline std::string shape_text(const TensorView& v) {
-  std::string text = "(";
-  for (int32_t d = 0; d < v.ndim(); ++d) {
-    if (d) text += ", ";
-    text += std::to_string(v.shape(d));
-  }
-  return text + (v.ndim() == 1 ? ",)" : ")");
-}
-
 inline void check_copy_args(const TensorView& src, const TensorView& dst) {
   if (src.dtype() != dst.dtype())
     copy_mismatch("src has dtype " + dtype_name(src.dtype()) + " but dst has " +
@@ -67,8 +58,8 @@ inline void check_copy_args(const TensorView& src, const TensorView& dst) {
   for (int32_t d = 0; same_shape && d < src.ndim(); ++d)
     same_shape = src.shape(d) == dst.shape(d);
   if (!same_shape)
-    copy_mismatch("src has shape " + shape_text(src) + " but dst has " +
-                  shape_text(dst) + ".");
+    copy_mismatch("src has shape " + dims_text(src.ndim(), src.shape()) + " but dst has " +
+                  dims_text(dst.ndim(), dst.shape()) + ".");
   if (src.packed() != dst.packed())
     copy_mismatch(std::string("src is ") + (src.packed() ? "packed" : "padded") +
                   " and dst is " + (dst.packed() ? "packed" : "padded") +

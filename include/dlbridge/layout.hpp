@@ -78,6 +78,18 @@ class SmallDims {
 
 }  // namespace detail
 
+// Shape or strides as Python writes a tuple of ints ("()", "(3,)", "(2, 3)"),
+// so that a C++ message and a Python repr of the same tensor agree. The one
+// formatter of dims; every message about a shape uses it.
+inline std::string dims_text(int32_t ndim, const int64_t* dims) {
+  std::string text = "(";
+  for (int32_t d = 0; d < ndim; ++d) {
+    if (d) text += ", ";
+    text += std::to_string(dims[d]);
+  }
+  return text + (ndim == 1 ? ",)" : ")");
+}
+
 // Row-major (C order) strides in elements for shape; out has ndim slots.
 inline void compact_strides(int32_t ndim, const int64_t* shape, int64_t* out) {
   int64_t step = 1;

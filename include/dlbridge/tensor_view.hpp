@@ -191,12 +191,7 @@ class TensorView {
 
  private:
   static std::string dims_text(const detail::SmallDims& dims) {
-    std::string text = "(";
-    for (int32_t d = 0; d < dims.size(); ++d) {
-      if (d) text += ", ";
-      text += std::to_string(dims[d]);
-    }
-    return text + (dims.size() == 1 ? ",)" : ")");
+    return dlbridge::dims_text(dims.size(), dims.data());
   }
 
   [[noreturn]] static void malformed(const std::string& what) {

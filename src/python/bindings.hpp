@@ -94,6 +94,11 @@ DType dtype_from_python(nb::handle value);
 std::optional<abi::DLPackVersion> max_version_from_python(nb::handle value);
 std::optional<Device> dl_device_from_python(nb::handle value);
 std::optional<bool> copy_from_python(nb::handle value);
+// The one reader of a Python int argument: a plain int (bool excluded,
+// though Python counts it as one) that fits in int64 lands in out. Each
+// caller turns the other outcomes into the error its own argument calls for.
+enum class IntRead { ok, not_an_int, too_big };
+IntRead read_int64(PyObject* value, int64_t& out) noexcept;
 // A tuple or list of ints; what names it in the TypeError otherwise.
 std::vector<int64_t> ints_from_python(nb::handle value, const std::string& what);
 nb::object device_type_to_python(DeviceType type);

@@ -85,11 +85,10 @@ Tensor import_cuda_array_interface(nb::handle x, nb::handle interface) {
   // memory is read by the host directly, so there the host waits.
   if (d.contains("stream") && !d["stream"].is_none()) {
     nb::handle stream = d["stream"];
-    if (!PyLong_Check(stream.ptr()) || PyBool_Check(stream.ptr()))
-      bad_interface("'stream' must be None or an int.");
-    int overflow = 0;
-    const int64_t value = PyLong_AsLongLongAndOverflow(stream.ptr(), &overflow);
-    if (overflow != 0) bad_interface("'stream' does not fit in 64 bits.");
+    int64_t value = 0;
+    const IntRead read = read_int64(stream.ptr(), value);
+    if (read == IntRead::not_an_int) bad_interface("'stream' must be None or an int.");
+    if (read == IntRead::too_big) bad_interface("'stream' does not fit in 64 bits.");
     if (value == 0)
       detail::fail(ErrorCode::invalid_stream,
                    "__cuda_array_interface__ stream=0 is invalid: it is ambiguous between the "

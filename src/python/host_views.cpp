@@ -6,6 +6,8 @@
 #include <cstring>
 #include <string>
 
+#include <dlbridge/detail/platform.hpp>
+
 #include "bindings.hpp"
 
 namespace dlbridge::python {
@@ -58,7 +60,7 @@ const char* buffer_format(DType t) {
 // 0, which describes the same memory.
 Py_ssize_t byte_stride(const TensorView& v, int32_t d) {
   int64_t bytes = 0;
-  if (__builtin_mul_overflow(v.stride(d), int64_t(v.dtype().element_bytes()), &bytes) ||
+  if (detail::platform::mul_overflow(v.stride(d), int64_t(v.dtype().element_bytes()), bytes) ||
       bytes < PY_SSIZE_T_MIN || bytes > PY_SSIZE_T_MAX)
     return 0;
   return Py_ssize_t(bytes);
@@ -91,8 +93,12 @@ void check_buffer_request(const TensorView& v, int flags) {
                  "Use t.copy() for a compact tensor.");
 }
 
-int tensor_getbuffer(PyObject* self, Py_buffer* view, int flags) {
-  try {
+// A raw buffer slot: errors go through python_boundary like every other slot.
+// The protocol wants view->obj NULL on failure, so it is set only once
+// nothing can throw any more.
+int tensor_getbuffer(PyObject* self, Py_buffer* view, int flags) noexcept {
+  view->obj = nullptr;
+  return python_boundary(-1, [&] {
     const Tensor* t = as_tensor(nb::handle(self));
     if (t == nullptr) throw nb::type_error("This dlbridge.Tensor was never initialised.");
     const TensorView& v = t->view();
@@ -115,11 +121,7 @@ int tensor_getbuffer(PyObject* self, Py_buffer* view, int flags) {
     view->suboffsets = nullptr;
     view->internal = dims;
     return 0;
-  } catch (...) {
-    view->obj = nullptr;
-    set_python_error(std::current_exception());
-    return -1;
-  }
+  });
 }
 
 void tensor_releasebuffer(PyObject*, Py_buffer* view) {

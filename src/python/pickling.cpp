@@ -59,11 +59,10 @@ nb::tuple layout_to_python(const BufferLayout& layout) {
 }
 
 int64_t layout_int(nb::handle value, const char* what, int64_t low, int64_t high) {
-  if (!PyLong_Check(value.ptr()) || PyBool_Check(value.ptr()))
-    bad_layout(std::string(what) + " is not an int.");
-  int overflow = 0;
-  const long long n = PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
-  if (overflow != 0 || n < low || n > high)
+  int64_t n = 0;
+  const IntRead read = read_int64(value.ptr(), n);
+  if (read == IntRead::not_an_int) bad_layout(std::string(what) + " is not an int.");
+  if (read == IntRead::too_big || n < low || n > high)
     bad_layout(std::string(what) + " is outside " + std::to_string(low) + ".." +
                std::to_string(high) + ".");
   return n;
@@ -155,15 +154,27 @@ nb::object rebuild_tensor(nb::handle payload, nb::handle layout_value, bool priv
 }
 
 nb::object rebuild_shared_tensor(const std::string& name, nb::handle ticket, nb::handle layout) {
-  const BufferLayout parsed = layout_from_python(layout);
-  return wrap_tensor(
-      open_shared_tensor(name, uint64_t(layout_int(ticket, "the ticket", 0, INT64_MAX)), parsed));
+  const uint64_t number = uint64_t(layout_int(ticket, "the ticket", 0, INT64_MAX));
+  BufferLayout parsed;
+  try {
+    parsed = layout_from_python(layout);
+  } catch (...) {
+    return_shared_ticket(name, number);
+    throw;
+  }
+  return wrap_tensor(open_shared_tensor(name, number, parsed));
 }
 
 nb::object rebuild_cuda_tensor(const std::string& name, nb::handle ticket, nb::handle layout) {
-  const BufferLayout parsed = layout_from_python(layout);
-  return wrap_tensor(
-      open_device_share(name, uint64_t(layout_int(ticket, "the ticket", 0, INT64_MAX)), parsed));
+  const uint64_t number = uint64_t(layout_int(ticket, "the ticket", 0, INT64_MAX));
+  BufferLayout parsed;
+  try {
+    parsed = layout_from_python(layout);
+  } catch (...) {
+    return_shared_ticket(name, number);  // the record's segment carries the ticket
+    throw;
+  }
+  return wrap_tensor(open_device_share(name, number, parsed));
 }
 
 nb::object reduce_ex(nb::handle self, int protocol) {

@@ -28,6 +28,9 @@ std::shared_ptr<SharedSegment> find_shared_segment(const TensorView& v);
 Tensor empty_shared(const std::vector<int64_t>& shape, DType dtype, Device device);
 // A tensor over a segment that a pickle named; redeems the pickle's ticket.
 Tensor open_shared_tensor(const std::string& name, uint64_t ticket, const BufferLayout& layout);
+// Redeems a ticket whose pickle cannot be loaded (its layout is damaged), so
+// the refused load still gives the ticket's reference back; never throws.
+void return_shared_ticket(const std::string& name, uint64_t ticket) noexcept;
 // Registers the exit-time release of shared memory in this process (once).
 void prepare_process();
 // A new segment registered with multiprocessing's resource tracker.

@@ -200,6 +200,15 @@ Tensor open_shared_tensor(const std::string& name, uint64_t ticket, const Buffer
       ManagedTensor::adopt(make_versioned(view, std::move(owner), view.flags())));
 }
 
+void return_shared_ticket(const std::string& name, uint64_t ticket) noexcept {
+  try {
+    // Mapping redeems the ticket; the mapping's own reference goes when it closes.
+    SharedSegment::open(name, ticket);
+  } catch (...) {
+    // A name or ticket that cannot be opened holds no reference to give back.
+  }
+}
+
 void bind_shared_memory(nb::module_& m) {
   auto cls = nb::borrow<nb::class_<Tensor>>(nb::handle(reinterpret_cast<PyObject*>(tensor_type())));
   cls.def("share_memory", &share_memory,

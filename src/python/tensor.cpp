@@ -25,10 +25,9 @@ nb::tuple dims_tuple(const int64_t* dims, int32_t ndim) {
 
 std::string tensor_repr(const Tensor& t) {
   const TensorView& v = t.view();
-  std::string shape = nb::cast<std::string>(nb::repr(dims_tuple(v.shape(), v.ndim())));
-  std::string strides = nb::cast<std::string>(nb::repr(dims_tuple(v.strides(), v.ndim())));
-  std::string text = "dlbridge.Tensor(shape=" + shape + ", dtype=" + dtype_name(v.dtype()) +
-                     ", device=" + to_string(v.device()) + ", strides=" + strides;
+  std::string text = "dlbridge.Tensor(shape=" + dims_text(v.ndim(), v.shape()) +
+                     ", dtype=" + dtype_name(v.dtype()) + ", device=" + to_string(v.device()) +
+                     ", strides=" + dims_text(v.ndim(), v.strides());
   if (v.readonly()) text += ", readonly=True";
   if (v.subbyte_padded()) text += ", subbyte_padded=True";
   return text + ")";
@@ -124,11 +123,11 @@ Tensor copy_tensor(const Tensor& source, Device target, StreamArg consumer_strea
 
 StreamArg stream_from_python(nb::handle stream) {
   if (stream.is_none()) return {};
-  if (!PyLong_Check(stream.ptr()) || PyBool_Check(stream.ptr()))
+  int64_t value = 0;
+  const IntRead read = read_int64(stream.ptr(), value);
+  if (read == IntRead::not_an_int)
     throw nb::type_error("stream must be None or an int (a stream handle).");
-  int overflow = 0;
-  long long value = PyLong_AsLongLongAndOverflow(stream.ptr(), &overflow);
-  if (overflow != 0)
+  if (read == IntRead::too_big)
     detail::fail(ErrorCode::invalid_stream, "stream does not fit in 64 bits.",
                  "Pass a stream handle as an int.");
   return {true, value};
@@ -158,11 +157,8 @@ bool plain_versioned_request(PyObject* max_version) {
   PyObject* major = py::tuple_item(max_version, 0);
   PyObject* minor = py::tuple_item(max_version, 1);
   if (!PyLong_CheckExact(major) || !PyLong_CheckExact(minor)) return false;
-  int overflow = 0;
-  const long long ma = PyLong_AsLongLongAndOverflow(major, &overflow);
-  if (overflow != 0) return false;
-  const long long mi = PyLong_AsLongLongAndOverflow(minor, &overflow);
-  if (overflow != 0) return false;
+  int64_t ma = 0, mi = 0;
+  if (read_int64(major, ma) != IntRead::ok || read_int64(minor, mi) != IntRead::ok) return false;
   return ma >= 1 && ma <= UINT32_MAX && mi >= 0 && mi <= UINT32_MAX;
 }
 

@@ -17,14 +17,16 @@ namespace {
 }
 
 int64_t int_from(nb::handle value, const char* what) {
-  if (!PyLong_Check(value.ptr()) || PyBool_Check(value.ptr()))
-    bad_argument(std::string(what) + " must be an int, got " +
-                 nb::inst_name(value).c_str() + ".");
-  int overflow = 0;
-  long long v = PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
-  if (overflow != 0)
-    detail::fail(ErrorCode::invalid_argument,
-                 std::string(what) + " does not fit in 64 bits.");
+  int64_t v = 0;
+  switch (read_int64(value.ptr(), v)) {
+    case IntRead::ok: break;
+    case IntRead::not_an_int:
+      bad_argument(std::string(what) + " must be an int, got " +
+                   nb::inst_name(value).c_str() + ".");
+    case IntRead::too_big:
+      detail::fail(ErrorCode::invalid_argument,
+                   std::string(what) + " does not fit in 64 bits.");
+  }
   return v;
 }
 
@@ -78,6 +80,15 @@ std::string normalise_dtype_name(std::string name) {
 }
 
 }  // namespace
+
+IntRead read_int64(PyObject* value, int64_t& out) noexcept {
+  if (!PyLong_Check(value) || PyBool_Check(value)) return IntRead::not_an_int;
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
+  if (overflow != 0) return IntRead::too_big;
+  out = v;
+  return IntRead::ok;
+}
 
 std::vector<int64_t> ints_from_python(nb::handle value, const std::string& what) {
   if (!PyTuple_Check(value.ptr()) && !PyList_Check(value.ptr()))

@@ -75,6 +75,15 @@ TEST(ElementCount, LargestRepresentableCount) {
   EXPECT_EQ(count({two_62 / 2, 2, 1}), two_62);
 }
 
+// The one shape formatter writes dims as Python writes a tuple, so C++
+// messages and Python reprs of one tensor read the same.
+TEST(DimsText, WritesATupleAsPythonDoes) {
+  const int64_t dims[] = {2, -3, INT64_MAX};
+  EXPECT_EQ(dlbridge::dims_text(0, nullptr), "()");
+  EXPECT_EQ(dlbridge::dims_text(1, dims), "(2,)");
+  EXPECT_EQ(dlbridge::dims_text(3, dims), "(2, -3, 9223372036854775807)");
+}
+
 TEST(CompactStrides, RowMajor) {
   std::vector<int64_t> shape{2, 3, 4}, strides(3, -1);
   compact_strides(3, shape.data(), strides.data());

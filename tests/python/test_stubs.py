@@ -160,3 +160,36 @@ def test_the_committed_stub_is_what_the_generator_makes(tmp_path):
     subprocess.run([sys.executable, "-m", "nanobind.stubgen", "-q", "-m", "dlbridge._core",
                     "-p", str(source / "_core.stubgen-patterns"), "-o", str(out)], check=True)
     assert out.read_text() == (source / "_core.pyi").read_text(), "run scripts/stubs and commit the result"
+
+
+def test_the_committed_errors_stub_is_what_the_generator_makes():
+    """errors.pyi is generated from the C++ error table (dlbridge._errors_stub), because errors.py
+    builds its classes at run time where type checkers cannot see them."""
+    from dlbridge import _errors_stub
+
+    assert (PACKAGE / "errors.pyi").read_text() == _errors_stub.render(), \
+        "run scripts/stubs and commit the result"
+
+
+def test_errors_stub_declares_every_class_errors_py_makes_with_its_bases():
+    from dlbridge import errors
+
+    declared = {node.name: [ast.unparse(b) for b in node.bases]
+                for node in ast.parse((PACKAGE / "errors.pyi").read_text()).body
+                if isinstance(node, ast.ClassDef)}
+    made = {cls.__name__: [b.__name__ for b in cls.__bases__] for cls in errors.ERROR_CLASSES.values()}
+    made["DLPackError"] = ["BufferError"]
+    assert declared == made
+    stub_all = next(node for node in ast.parse((PACKAGE / "errors.pyi").read_text()).body
+                    if isinstance(node, ast.Assign) and node.targets[0].id == "__all__")
+    assert ast.literal_eval(stub_all.value) == errors.__all__
+
+
+def test_errors_stub_generator_writes_the_file_and_refuses_a_wrong_call(tmp_path, capsys):
+    from dlbridge import _errors_stub
+
+    out = tmp_path / "errors.pyi"
+    assert _errors_stub.main([str(out)]) == 0
+    assert out.read_text() == _errors_stub.render()
+    assert _errors_stub.main([]) == 2
+    assert "usage:" in capsys.readouterr().err

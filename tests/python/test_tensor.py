@@ -88,6 +88,9 @@ def test_repr_shows_shape_dtype_device_strides_and_flags():
     padded = dlbridge.from_dlpack(_testing.make_capsule(dtype=(17, 4, 1), flags=5))
     assert "dtype=float4_e2m1fn" in repr(padded)
     assert "readonly=True" in repr(padded) and "subbyte_padded=True" in repr(padded)
+    # Shapes are written as Python writes tuples (dlbridge::dims_text).
+    assert repr(dlbridge.empty(())).startswith("dlbridge.Tensor(shape=(), ")
+    assert repr(dlbridge.empty((4,))).endswith("strides=(1,))")
 
 
 def test_dlpack_device_is_an_enum_and_an_id():
