@@ -92,16 +92,10 @@ struct ArgRequirements {
     if (policy.require_c_contiguous && !view.is_c_contiguous())
       detail::fail(ErrorCode::unsupported_layout,
                    "This function takes C-contiguous tensors; got strides " +
-                       dims_text(view.ndim(), view.strides()) + " for shape " +
-                       dims_text(view.ndim(), view.shape()) + ".",
+                       dlbridge::dims_text(view.ndim(), view.strides()) + " for shape " +
+                       dlbridge::dims_text(view.ndim(), view.shape()) + ".",
                    "Pass a compact copy (NumPy: np.ascontiguousarray(x); PyTorch: "
                    "x.contiguous()).");
-  }
-
-  static std::string dims_text(int32_t ndim, const int64_t* dims) {
-    std::string text = "(";
-    for (int32_t d = 0; d < ndim; ++d) text += (d ? ", " : "") + std::to_string(dims[d]);
-    return text + (ndim == 1 ? ",)" : ")");
   }
 };
 
