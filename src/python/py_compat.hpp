@@ -129,4 +129,12 @@ inline PyObject* pickle_buffer(PyObject* exporter) noexcept {
 #endif
 }
 
+// Py_XSETREF, which the limited API lacks: store a new (owned) reference in
+// slot, then drop the one it held.
+inline void replace_reference(PyObject*& slot, PyObject* value) noexcept {
+  PyObject* old = slot;
+  slot = value;
+  Py_XDECREF(old);
+}
+
 }  // namespace dlbridge::python::py
