@@ -159,7 +159,12 @@ def test_the_committed_stub_is_what_the_generator_makes(tmp_path):
     out = tmp_path / "_core.pyi"
     subprocess.run([sys.executable, "-m", "nanobind.stubgen", "-q", "-m", "dlbridge._core",
                     "-p", str(source / "_core.stubgen-patterns"), "-o", str(out)], check=True)
-    assert out.read_text() == (source / "_core.pyi").read_text(), "run scripts/stubs and commit the result"
+    generated = out.read_text()
+    # Python 3.12 (PEP 688) shows the buffer protocol's C slots as __buffer__ and
+    # __release_buffer__ methods; the committed stub is generated on 3.11, which does not.
+    generated = re.sub(r"\n    def __(release_)?buffer__\(self, [^)]*\):\n        \"\"\"\n.*?\n        \"\"\"\n",
+                       "", generated, flags=re.S)
+    assert generated == (source / "_core.pyi").read_text(), "run scripts/stubs and commit the result"
 
 
 def test_the_committed_errors_stub_is_what_the_generator_makes():
