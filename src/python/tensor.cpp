@@ -12,6 +12,7 @@
 #include "bindings.hpp"
 #include "fast_calls.hpp"
 #include "gil.hpp"
+#include "storage_pool.hpp"
 
 namespace dlbridge::python {
 
@@ -35,15 +36,24 @@ std::string tensor_repr(const Tensor& t) {
 
 }  // namespace
 
+namespace {
+
+std::shared_ptr<const ManagedTensor> new_storage(ManagedTensor&& managed) {
+  return std::allocate_shared<const ManagedTensor>(StoragePoolAllocator<ManagedTensor>(),
+                                                   std::move(managed));
+}
+
+}  // namespace
+
 Tensor tensor_from_managed(ManagedTensor&& managed) {
   const uint64_t flags = managed.flags();
   if (!managed.is_versioned() && !(flags & DLBRIDGE_FLAG_READ_ONLY)) {
-    auto storage = std::make_shared<const ManagedTensor>(std::move(managed));
+    auto storage = new_storage(std::move(managed));
     Tensor out(storage, storage->view().with_flags(flags | DLBRIDGE_FLAG_READ_ONLY));
     out.set_writability_unknown();
     return out;
   }
-  auto storage = std::make_shared<const ManagedTensor>(std::move(managed));
+  auto storage = new_storage(std::move(managed));
   // The tensor speaks for the data from now on; IS_COPIED described only
   // the exchange that delivered it.
   if (flags & DLBRIDGE_FLAG_IS_COPIED) {
