@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "support/error_of.hpp"
-#include "support/fake_backend.hpp"
+#include "support/fake_device_test.hpp"
 
 #include <dlbridge/carry_out.hpp>
 #include <dlbridge/consumer.hpp>
@@ -31,16 +31,12 @@ using test_support::read;
 using test_support::ScopedBackend;
 namespace dlabi = dlbridge::abi;
 
-constexpr DType f32{dlabi::kDLFloat, 32, 1};
-constexpr Device cpu{};
-constexpr Device ext0{dlabi::kDLExtDev, 0};
-constexpr Device ext1{dlabi::kDLExtDev, 1};
+using test_support::cpu;
+using test_support::ext0;
+using test_support::ext1;
+using test_support::f32;
 
-struct Consumer : ::testing::Test {
-  std::shared_ptr<FakeBackend> fake = std::make_shared<FakeBackend>();
-  ScopedBackend installed{dlabi::kDLExtDev, fake};
-  std::vector<float> data = iota(6);
-  TensorView host = TensorView::from_data(data.data(), f32, {2, 3});
+struct Consumer : test_support::FakeDeviceTest {
 
   static ImportRequest request(std::optional<Device> device, std::optional<bool> copy = {}) {
     ImportRequest r;
