@@ -35,8 +35,9 @@ def test_finds_the_installed_libraries(report):
     assert len(report["pairs"]) == len(LIBS) ** 2
 
 
-def test_runs_well_under_a_minute(report):
-    assert report["seconds"] < 60
+def test_the_report_says_how_long_the_run_took(report):
+    # How long is a benchmark's question (the brief: never a timed test); the report only has to say it.
+    assert isinstance(report["seconds"], float) and report["seconds"] > 0
 
 
 def test_torch_aborts_on_negative_strides_and_convert_fixes_it(report):
