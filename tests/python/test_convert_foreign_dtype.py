@@ -6,23 +6,7 @@ import numpy as np
 import pytest
 
 import dlbridge
-
-
-class DTypeRaises:
-    """A DLPack producer whose dtype property raises."""
-
-    def __init__(self, inner):
-        self._inner = inner
-
-    def __dlpack__(self, **kwargs):
-        return self._inner.__dlpack__(**kwargs)
-
-    def __dlpack_device__(self):
-        return self._inner.__dlpack_device__()
-
-    @property
-    def dtype(self):
-        raise ValueError("no dtype here")
+from foreign_producers import DTypeRaises
 
 
 @pytest.mark.parametrize("target", [np, np.from_dlpack], ids=["module", "function"])

@@ -8,6 +8,7 @@ import pytest
 
 import dlbridge
 from dlbridge.convert import ML_DTYPES, TARGETS
+from foreign_producers import DTypeRaises
 
 if importlib.util.find_spec("paddle") is not None:
     # paddle 3.3.1 dies (SIGSEGV) when first imported after tensorflow 2.21.0 in one process.
@@ -84,26 +85,9 @@ def test_tvm_ffi_complex_to_tensorflow(name):
     np.testing.assert_array_equal(out.numpy(), a)
 
 
-class _DTypeRaises:
-    """A producer whose dtype property raises, as tvm_ffi's does for complex tensors."""
-
-    def __init__(self, inner):
-        self._inner = inner
-
-    def __dlpack__(self, **kwargs):
-        return self._inner.__dlpack__(**kwargs)
-
-    def __dlpack_device__(self):
-        return self._inner.__dlpack_device__()
-
-    @property
-    def dtype(self):
-        raise ValueError("no dtype here")
-
-
 def test_convert_never_reads_a_foreign_dtype_property():
     a = host("complex64")
-    np.testing.assert_array_equal(dlbridge.convert(_DTypeRaises(a), "tensorflow").numpy(), a)
+    np.testing.assert_array_equal(dlbridge.convert(DTypeRaises(a), "tensorflow").numpy(), a)
 
 
 def test_finding_tensorflow_takes_only_capsules():
