@@ -119,6 +119,9 @@ nb::object wrap_tensor(Tensor tensor);
 PyTypeObject* tensor_type() noexcept;
 // The Tensor inside a dlbridge.Tensor object (or a subclass), else NULL.
 const Tensor* as_tensor(nb::handle object) noexcept;
+// The tensor of a method's self, or TypeError naming the method when self was
+// made by Tensor.__new__ alone and holds none.
+const Tensor& initialised_tensor(nb::handle self, const char* method);
 Tensor tensor_from_managed(ManagedTensor&& managed);
 // A compact copy on target; a copy to a device is queued on consumer_stream
 // (a DLPack stream value; absent: the device's default stream).

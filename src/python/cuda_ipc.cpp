@@ -248,7 +248,7 @@ std::shared_ptr<SharedSegment> device_share_segment(const TensorView& v) {
 }
 
 nb::object share_device_memory(nb::handle self) {
-  const Tensor& t = *as_tensor(self);
+  const Tensor& t = initialised_tensor(self, "share_memory");
   const TensorView& v = t.view();
   if (find_export(v) || find_import(v)) return nb::borrow(self);
   TransferOptions options;

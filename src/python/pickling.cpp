@@ -178,7 +178,7 @@ nb::object rebuild_cuda_tensor(const std::string& name, nb::handle ticket, nb::h
 }
 
 nb::object reduce_ex(nb::handle self, int protocol) {
-  const Tensor& t = *as_tensor(self);
+  const Tensor& t = initialised_tensor(self, "__reduce_ex__");
   const TensorView& v = t.view();
   // Pickle names a reconstructor by module and name, which a function of
   // the extension lacks: dlbridge._pickle forwards to the ones below.

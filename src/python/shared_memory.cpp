@@ -141,7 +141,7 @@ Tensor allocate_shared(DType dtype, const std::vector<int64_t>& shape, uint64_t 
 }
 
 nb::object share_memory(nb::handle self) {
-  const Tensor& t = *as_tensor(self);
+  const Tensor& t = initialised_tensor(self, "share_memory");
   const TensorView& v = t.view();
   if (v.device().type == abi::kDLCUDA) return share_device_memory(self);
   if (!is_host_accessible(v.device().type))

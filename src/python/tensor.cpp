@@ -78,6 +78,12 @@ const Tensor* as_tensor(nb::handle object) noexcept {
   return nullptr;
 }
 
+const Tensor& initialised_tensor(nb::handle self, const char* method) {
+  const Tensor* t = as_tensor(self);
+  if (t == nullptr) throw nb::type_error((std::string(method) + " needs an initialised dlbridge.Tensor.").c_str());
+  return *t;
+}
+
 // Builds the Python object around the tensor in place: no intermediate
 // moves and no type lookup, which matters on every import.
 nb::object wrap_tensor(Tensor tensor) {

@@ -1,6 +1,9 @@
 """Arguments that used to crash the interpreter: each must now be refused
 with a TypeError (a bad argument) and leave the process running."""
 
+import copy
+import pickle
+
 import numpy as np
 import pytest
 
@@ -122,6 +125,8 @@ def uninitialised_tensor_uses():
         lambda: t.__dlpack__(max_version=(1, 3)), lambda: t.__dlpack_device__(), lambda: t.shape,
         lambda: t.__array_interface__, lambda: t.copy(), lambda: t.copy_unpacked(), lambda: repr(t),
         lambda: dlbridge.convert(t, "numpy"), lambda: dlbridge.convert(t, "torch"),
+        lambda: t.share_memory(), lambda: t.is_shared, lambda: t.__reduce_ex__(5),
+        lambda: pickle.dumps(t, protocol=5), lambda: copy.copy(t), lambda: copy.deepcopy(t),
     ]
 
 
