@@ -78,6 +78,17 @@ class Target:
     # for libraries whose own export keeps every rule: torch's drops the
     # negative bit, so torch tensors go through dlbridge's import instead.
     native: tuple[str, ...] = ()
+    # Other libraries whose own __dlpack__ this one reads exactly, so that
+    # convert hands their arrays over directly too: each export refuses what
+    # it cannot say (NumPy: read-only data to a legacy consumer, the other
+    # byte order), the target refuses what it cannot take, and a refusal
+    # sends convert to its general route. Pinned by test_convert_direct.py.
+    direct_from: tuple[str, ...] = ()
+    # Attribute path in `module` of the array type whose DLPack C exchange
+    # API builds this library's arrays (managed_tensor_to_py_object_no_sync);
+    # convert hands host tensors to it instead of calling from_dlpack. Only
+    # for tables checked against from_dlpack (test_convert_exchange_api.py).
+    exchange_api: str = ""
 
 
 TARGETS: dict[str, Target] = {
@@ -90,11 +101,12 @@ TARGETS: dict[str, Target] = {
         Target("torch", "torch", "from_dlpack", versioned=True, read_only="ignored", strides="nonnegative",
                devices=frozenset({1, 2, 10}),
                dtypes=(STANDARD_DTYPES | FLOAT8 | {"bfloat16"}) - {"uint16", "uint32", "uint64"},
+               exchange_api="Tensor",
                note="never sets or honours READ_ONLY; negative strides abort the process"),
         Target("jax", "jax.numpy", "from_dlpack", versioned=False, read_only="immutable",
                strides="permuted_compact", devices=frozenset({1, 2, 10}),
                dtypes=STANDARD_DTYPES | FLOAT8 | {"bfloat16", "float8_e4m3b11fnuz", "float8_e3m4", "float8_e4m3"},
-               alignment=64, native=("jax", "jaxlib"),
+               alignment=64, native=("jax", "jaxlib"), direct_from=("numpy",),
                note="legacy capsules only; rejects non-compact and negative strides; copies unaligned data"),
         Target("tvm_ffi", "tvm_ffi", "from_dlpack", versioned=False, read_only="ignored", strides="any",
                devices=None, dtypes=None, copy_keyword=False,
@@ -305,9 +317,10 @@ def _convert_general(x, to, device, copy):
 def _fast_spec(name: str):
     """What _core.convert needs to hand a tensor to the target `name` without Python:
     ("dlbridge",), or ("fast", module, entry path, device numbers | None, dtypes as
-    (code, bits, lanes) | None, stride rule, READ_ONLY safe, native modules); None
-    when every call must take the general route (an unknown name, a target that
-    wants a capsule or is not installed)."""
+    (code, bits, lanes) | None, stride rule, READ_ONLY safe, modules handed over
+    directly, exchange API type path | None); None when every call must take the
+    general route (an unknown name, a target that wants a capsule or is not
+    installed)."""
     if name == "dlbridge":
         return ("dlbridge",)
     target = TARGETS.get(name)
@@ -331,7 +344,8 @@ def _fast_spec(name: str):
         target.read_only == "immutable" and target.versioned is not False)
     return ("fast", target.module, tuple(target.entry.split(".")),
             None if target.devices is None else tuple(sorted(target.devices)), dtypes,
-            target.strides, read_only_safe, tuple(target.native))
+            target.strides, read_only_safe, tuple(target.native) + tuple(target.direct_from),
+            tuple(target.exchange_api.split(".")) if target.exchange_api else None)
 
 
 convert = _core.convert

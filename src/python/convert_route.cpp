@@ -5,15 +5,18 @@
 // (bench/bench_convert.py). The rules stay in Python (convert.py): this file
 // only takes the requests whose outcome it can see without them --
 //
-//   * x is one of the target library's own arrays and the table marks that
-//     library's own export as exact (Target.native: NumPy, JAX; not torch,
-//     whose export drops the negative bit): the target's from_dlpack gets x
-//     itself, as the user would have called it. If that raises, the general
-//     route decides (it raises a coded error or repairs the case).
+//   * x comes from a library whose own export the target reads exactly
+//     (Target.native and Target.direct_from: NumPy's arrays for NumPy and
+//     JAX; not torch's, whose export drops the negative bit): the target's
+//     from_dlpack gets x itself, as the user would have called it. If that
+//     raises, the general route decides (it raises a coded error or repairs
+//     the case).
 //   * otherwise x is imported by dlbridge and handed over as it is, or as one
 //     compact copy when only its strides are outside the target's rule --
 //     exactly what convert.plan() decides when device, dtype and READ_ONLY
-//     raise nothing.
+//     raise nothing. A host tensor for a target with a C exchange API
+//     (Target.exchange_api: torch) is built by that table (hand_over.cpp)
+//     when the target's from_dlpack is still the one the table belongs to.
 //
 // Everything else (device= or copy= passed, a target that is not a known
 // name, an extension dtype, read-only data for a target that cannot see the
@@ -27,6 +30,7 @@
 
 #include "bindings.hpp"
 #include "fast_calls.hpp"
+#include "hand_over.hpp"
 
 namespace dlbridge::python {
 
@@ -48,7 +52,12 @@ struct ConvertTarget {
   std::vector<DType> dtypes;
   StrideRule strides = StrideRule::any;
   bool read_only_ok = false;      // READ_ONLY reaches it, or it never writes
-  std::vector<std::string> native_modules;  // top-level modules of its own array types
+  // Top-level modules of the producers handed over directly (native and direct_from).
+  std::vector<std::string> direct_modules;
+  // The C exchange API that builds the target's arrays, and the import
+  // function it stands for: used only while that function is current.
+  const abi::DLPackExchangeAPI* api = nullptr;
+  nb::object api_function;
 };
 
 // What convert.py installed: the general route and the spec reader.
@@ -105,6 +114,9 @@ PyObject* module_dict_item(PyObject* modules, PyObject* name) {
   return found;
 }
 
+PyObject* current_function(const ConvertTarget& t);
+void learn_exchange_api(ConvertTarget& entry, nb::handle type_path);
+
 // The spec tuple (see convert._fast_spec) -> a table entry; names with no
 // fast route are remembered too, so that they cost no spec call each time.
 ConvertTarget* learn_target(PyObject* name) {
@@ -118,7 +130,8 @@ ConvertTarget* learn_target(PyObject* name) {
   } else if (nb::cast<std::string>(nb::borrow<nb::tuple>(spec)[0]) == "dlbridge") {
     entry->kind = RouteKind::to_dlbridge;
   } else {
-    // ("fast", module name, entry path, devices, dtypes, strides, read_only_ok, native)
+    // ("fast", module name, entry path, devices, dtypes, strides, read_only_ok,
+    //  direct modules, exchange API type path | None)
     nb::tuple t = nb::borrow<nb::tuple>(spec);
     entry->kind = RouteKind::fast;
     entry->module_name = interned_str(t[1]);
@@ -133,10 +146,24 @@ ConvertTarget* learn_target(PyObject* name) {
       for (nb::handle d : t[4]) entry->dtypes.push_back(dtype_from_python(d));
     entry->strides = rule_named(nb::cast<std::string>(t[5]));
     entry->read_only_ok = nb::cast<bool>(t[6]);
-    for (nb::handle m : t[7]) entry->native_modules.push_back(nb::cast<std::string>(m));
+    for (nb::handle m : t[7]) entry->direct_modules.push_back(nb::cast<std::string>(m));
+    if (entry->kind == RouteKind::fast && !t[8].is_none()) learn_exchange_api(*entry, t[8]);
   }
   known_targets().push_back(entry.get());
   return entry.release();
+}
+
+// The target type's C exchange API, when it has one that can build arrays.
+void learn_exchange_api(ConvertTarget& entry, nb::handle type_path) {
+  nb::object type = entry.module;
+  for (nb::handle part : type_path) type = type.attr(part);
+  if (!PyType_Check(type.ptr())) return;
+  const abi::DLPackExchangeAPI* api = find_exchange_api(reinterpret_cast<PyTypeObject*>(type.ptr()));
+  if (api == nullptr || api->managed_tensor_to_py_object_no_sync == nullptr) return;
+  nb::object fn = nb::steal(current_function(entry));
+  if (!fn.is_valid()) return;
+  entry.api = api;
+  entry.api_function = std::move(fn);
 }
 
 // Whether the table entry behind a learnt name is still the one in
@@ -190,9 +217,9 @@ PyObject* current_function(const ConvertTarget& t) {
   return fn.release().ptr();
 }
 
-// Whether objects of `type` are the target library's own arrays.
-bool is_native(PyTypeObject* type, const ConvertTarget& t) {
-  if (t.native_modules.empty()) return false;
+// Whether objects of `type` go to the target directly (direct_modules).
+bool hands_directly(PyTypeObject* type, const ConvertTarget& t) {
+  if (t.direct_modules.empty()) return false;
   nb::object module = nb::steal(PyObject_GetAttrString(reinterpret_cast<PyObject*>(type), "__module__"));
   if (!module.is_valid() || !PyUnicode_Check(module.ptr())) {
     PyErr_Clear();
@@ -200,7 +227,7 @@ bool is_native(PyTypeObject* type, const ConvertTarget& t) {
   }
   std::string name = nb::cast<std::string>(module);
   std::string top = name.substr(0, name.find('.'));
-  for (const std::string& m : t.native_modules)
+  for (const std::string& m : t.direct_modules)
     if (m == top) return true;
   return false;
 }
@@ -210,7 +237,7 @@ bool route_is_direct(PyTypeObject* type, const ConvertTarget& t) {
   if (tagged)
     for (const RouteEntry& r : routes)
       if (r.type == type && r.target == &t && r.version_tag == py::type_version_tag(type)) return r.direct;
-  const bool direct = is_native(type, t);
+  const bool direct = hands_directly(type, t);
   if (tagged) {
     routes[next_route_slot] = RouteEntry{type, py::type_version_tag(type), &t, direct};
     next_route_slot = (next_route_slot + 1) % route_slots;
@@ -267,7 +294,14 @@ PyObject* through_dlbridge(PyObject* x, const ConvertTarget& t, PyObject* fn, nb
   }
   // One compact copy on the same device: private memory, so READ_ONLY no
   // longer applies (convert.plan decides the same).
-  nb::object out = wrap_tensor(fits ? std::move(tensor) : copy_tensor(tensor, v.device()));
+  Tensor handed = fits ? std::move(tensor) : copy_tensor(tensor, v.device());
+  if (t.api != nullptr && fn == t.api_function.ptr() && handed.view().device() == Device{}) {
+    if (PyObject* out = hand_over(t.api, handed)) return out;
+    // The table refused what from_dlpack may take: from_dlpack decides.
+    if (!PyErr_ExceptionMatches(PyExc_Exception)) return nullptr;
+    PyErr_Clear();
+  }
+  nb::object out = wrap_tensor(std::move(handed));
   return call_one(fn, out.ptr());
 }
 

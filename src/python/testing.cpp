@@ -85,6 +85,53 @@ nb::object make_capsule_for_test(std::optional<std::vector<int64_t>> shape,
   return nb::steal(capsule);
 }
 
+// Exchange tables whose managed_tensor_to_py_object_no_sync builds a
+// dlbridge.Tensor or fails in each way a library may: after running the
+// deleter, without running it (torch), or without setting an error. They
+// let the suite check that convert frees a handed-over tensor exactly once.
+enum class BuilderMode { wrap, fail_after_deleting, fail_keeping, fail_silently };
+
+std::atomic<int64_t> builder_calls{0};
+
+template <BuilderMode mode>
+int build_array(abi::DLManagedTensorVersioned* tensor, void** out) {
+  builder_calls.fetch_add(1);
+  if (mode == BuilderMode::wrap) {
+    return python_boundary<int>(-1, [&] {
+      *out = wrap_tensor(tensor_from_managed(ManagedTensor::adopt(tensor))).release().ptr();
+      return 0;
+    });
+  }
+  if (mode == BuilderMode::fail_after_deleting) tensor->deleter(tensor);
+  if (mode != BuilderMode::fail_silently) PyErr_SetString(PyExc_RuntimeError, "builder refused");
+  return -1;
+}
+
+int refuse_export(void*, abi::DLManagedTensorVersioned**) {
+  PyErr_SetString(PyExc_RuntimeError, "this test table exports nothing");
+  return -1;
+}
+
+template <BuilderMode mode>
+nb::object builder_table() {
+  static abi::DLPackExchangeAPI table = [] {
+    abi::DLPackExchangeAPI api{};
+    api.header.version = {DLBRIDGE_DLPACK_MAJOR, DLBRIDGE_DLPACK_MINOR};
+    api.managed_tensor_from_py_object_no_sync = &refuse_export;
+    api.managed_tensor_to_py_object_no_sync = &build_array<mode>;
+    return api;
+  }();
+  return nb::steal(PyCapsule_New(&table, "dlpack_exchange_api", nullptr));
+}
+
+nb::object builder_table_for(const std::string& mode) {
+  if (mode == "wrap") return builder_table<BuilderMode::wrap>();
+  if (mode == "fail_after_deleting") return builder_table<BuilderMode::fail_after_deleting>();
+  if (mode == "fail_keeping") return builder_table<BuilderMode::fail_keeping>();
+  if (mode == "fail_silently") return builder_table<BuilderMode::fail_silently>();
+  throw nb::value_error("unknown builder mode");
+}
+
 }  // namespace
 
 void bind_testing(nb::module_& m) {
@@ -99,6 +146,11 @@ void bind_testing(nb::module_& m) {
         "A capsule over a zeroed buffer with a counting deleter. The capsule "
         "name is stored with the tensor, so a renamed capsule keeps a valid name.");
   t.def("deleter_calls", []() { return deleter_calls.load(); });
+  t.def("builder_table", &builder_table_for, nb::arg("mode"),
+        "A 'dlpack_exchange_api' capsule whose managed_tensor_to_py_object_no_sync "
+        "wraps the tensor in a dlbridge.Tensor (mode 'wrap') or fails: "
+        "'fail_after_deleting', 'fail_keeping', 'fail_silently'.");
+  t.def("builder_calls", []() { return builder_calls.load(); });
 }
 
 }  // namespace dlbridge::python
