@@ -49,6 +49,12 @@ TORCH_CASES = {
     "torch.from_dlpack(ascontiguousarray(negative strides))": "torch.from_dlpack(numpy.ascontiguousarray(neg))",
 }
 
+# Cases that need JAX (CPU; skipped without it, and by --quick: its import is slow under valgrind).
+JAX_CASES = {
+    "jax.numpy.from_dlpack(numpy)": "jnp.from_dlpack(a)",
+    "convert(numpy, jax)": "dlbridge.convert(a, 'jax')",
+}
+
 # The type casters of issue 14, for the same 8x8 float32 NumPy array: each
 # dlbridge caster beside the framework's own array parameter (bench/casters_bench_*.cpp,
 # built by bench/run; left out when the modules are not built).
@@ -81,6 +87,7 @@ TARGETS = [
     ("convert(torch, numpy)", "numpy.from_dlpack(torch)", ("extra", 1200)),
     ("convert(negative strides, torch)", "torch.from_dlpack(ascontiguousarray(negative strides))",
      ("extra", 2000)),
+    ("convert(numpy, jax)", "jax.numpy.from_dlpack(numpy)", ("extra", 1200)),
     ("caster TensorView (nanobind)", "caster nb::ndarray<>", ("ratio", 1.2)),
     ("caster TensorArg<float, c_contig, cpu, writable> (nanobind)", "caster nb::ndarray<float, c_contig, cpu>",
      ("ratio", 1.2)),
@@ -107,6 +114,8 @@ if any("tt" in s for s in statements):
     import torch
     tt = torch.arange(64, dtype=torch.float32).reshape(8, 8)
     ttd = dlbridge.from_dlpack(tt)
+if any("jnp" in s for s in statements):
+    import jax.numpy as jnp
 loops = []
 for s in statements:
     scope = {}
@@ -179,6 +188,12 @@ def run(quick: bool, caster_modules: Path | None = DEFAULT_CASTER_MODULES, only:
             cases.update(TORCH_CASES)
     except ImportError:
         print("torch not installed: no torch cases", file=sys.stderr)
+    try:
+        import jax.numpy  # noqa: F401
+        if not quick:
+            cases.update(JAX_CASES)
+    except ImportError:
+        print("jax not installed: no jax cases", file=sys.stderr)
     casters = caster_modules is not None and all(
         any(caster_modules.glob(f"{name}.*")) for name in
         ("casters_bench_nanobind", "casters_bench_nanobind_os", "casters_bench_pybind11"))
@@ -236,7 +251,7 @@ def run(quick: bool, caster_modules: Path | None = DEFAULT_CASTER_MODULES, only:
                                                 text=True).stdout.strip()},
         "note": "instructions (Ir) per call from callgrind; net subtracts the loop case id(a); "
                 "a = float32 8x8 numpy array, t = dlbridge.from_dlpack(a), tt = the same in torch, "
-                "neg = a[:, ::-1]",
+                "neg = a[:, ::-1], jnp = jax.numpy",
         "results": rows,
         "targets": targets,
         "ratios_net": {f"{t['case']} / {t['baseline']}": (per_call[t["case"]] - loop) /
