@@ -454,6 +454,21 @@ TEST(CopyInto, ExactAliasIsANoOp) {
   for (int i = 0; i < 12; ++i) EXPECT_EQ(a[i], i);
 }
 
+// Compact row-major pairs are one memcpy (copy_compact_pair); a size-1 dim
+// may carry any stride in either and still be compact.
+TEST(CopyInto, CompactPairsWithAnyStrideOnSize1Dims) {
+  std::vector<int32_t> a(12), b(12, -1);
+  std::iota(a.begin(), a.end(), 0);
+  const DType i32 = dlbridge::dtype_of<int32_t>();
+  dlbridge::copy_into(TensorView::from_data(a.data(), i32, {3, 1, 4}, {4, 99, 1}),
+                      TensorView::from_data(b.data(), i32, {3, 1, 4}, {4, -7, 1}));
+  EXPECT_EQ(a, b);
+  // 0-d: one element, no dims to walk.
+  int32_t x = 5, y = 0;
+  dlbridge::copy_into(TensorView::from_data(&x, i32, {}), TensorView::from_data(&y, i32, {}));
+  EXPECT_EQ(y, 5);
+}
+
 // The memory kinds a CPU may touch directly all take the same path.
 TEST(CopyInto, AcceptsEveryHostAccessibleDevice) {
   const DType u8 = dlbridge::dtype_of<uint8_t>();
