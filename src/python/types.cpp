@@ -167,9 +167,11 @@ DType dtype_from_python(nb::handle value) {
     } catch (const nb::python_error&) {
     }
   }
-  nb::object name = nb::hasattr(named, "name") && !PyType_Check(named.ptr())
-                        ? named.attr("name")
-                        : nb::str(named);
+  // getattr(named, "name", None): a property that raises anything but
+  // AttributeError propagates (hasattr would swallow it, and Python 3.13
+  // prints it as "Exception ignored").
+  nb::object name = PyType_Check(named.ptr()) ? nb::none() : attribute_or_none(named, "name");
+  if (name.is_none()) name = nb::str(named);
   if (!PyUnicode_Check(name.ptr()))
     bad_argument(std::string("Cannot read a dtype from ") + nb::inst_name(value).c_str());
   return parse_dtype(normalise_dtype_name(utf8_of(name)));

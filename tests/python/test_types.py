@@ -222,3 +222,25 @@ def test_bad_dtype_arguments_raise_python_errors(spec, exc):
 def test_unknown_dtype_name_message_lists_good_names():
     with pytest.raises(ValueError, match="bfloat16"):
         DType("floaty")
+
+
+class _NameRaises:
+    @property
+    def name(self):
+        raise KeyError("name is broken")
+
+    def __str__(self):
+        return "float32"
+
+
+class _NameMissing:
+    def __str__(self):
+        return "float32"
+
+
+def test_a_dtype_name_property_that_raises_propagates_its_error():
+    # hasattr() would swallow the KeyError (Python 3.13 reports it as
+    # "Exception ignored") and read str() instead: a silent guess.
+    with pytest.raises(KeyError, match="name is broken"):
+        DType(_NameRaises())
+    assert DType(_NameMissing()).name == "float32"
