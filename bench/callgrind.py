@@ -53,6 +53,8 @@ TORCH_CASES = {
 JAX_CASES = {
     "jax.numpy.from_dlpack(numpy)": "jnp.from_dlpack(a)",
     "convert(numpy, jax)": "dlbridge.convert(a, 'jax')",
+    "numpy.from_dlpack(jax)": "numpy.from_dlpack(ja)",
+    "convert(jax, numpy)": "dlbridge.convert(ja, 'numpy')",
 }
 
 # The type casters of issue 14, for the same 8x8 float32 NumPy array: each
@@ -88,6 +90,7 @@ TARGETS = [
     ("convert(negative strides, torch)", "torch.from_dlpack(ascontiguousarray(negative strides))",
      ("extra", 2000)),
     ("convert(numpy, jax)", "jax.numpy.from_dlpack(numpy)", ("extra", 1200)),
+    ("convert(jax, numpy)", "numpy.from_dlpack(jax)", ("extra", 1200)),
     ("caster TensorView (nanobind)", "caster nb::ndarray<>", ("ratio", 1.2)),
     ("caster TensorArg<float, c_contig, cpu, writable> (nanobind)", "caster nb::ndarray<float, c_contig, cpu>",
      ("ratio", 1.2)),
@@ -116,6 +119,7 @@ if any("tt" in s for s in statements):
     ttd = dlbridge.from_dlpack(tt)
 if any("jnp" in s for s in statements):
     import jax.numpy as jnp
+    ja = jnp.arange(64, dtype=jnp.float32).reshape(8, 8)
 loops = []
 for s in statements:
     scope = {}
@@ -251,7 +255,7 @@ def run(quick: bool, caster_modules: Path | None = DEFAULT_CASTER_MODULES, only:
                                                 text=True).stdout.strip()},
         "note": "instructions (Ir) per call from callgrind; net subtracts the loop case id(a); "
                 "a = float32 8x8 numpy array, t = dlbridge.from_dlpack(a), tt = the same in torch, "
-                "neg = a[:, ::-1], jnp = jax.numpy",
+                "neg = a[:, ::-1], jnp = jax.numpy, ja = a in JAX",
         "results": rows,
         "targets": targets,
         "ratios_net": {f"{t['case']} / {t['baseline']}": (per_call[t["case"]] - loop) /

@@ -96,6 +96,7 @@ TARGETS: dict[str, Target] = {
     for t in (
         Target("numpy", "numpy", "from_dlpack", versioned=True, read_only="honoured", strides="any",
                devices=frozenset({1, 3, 11}), dtypes=STANDARD_DTYPES, native=("numpy",),
+               direct_from=("jax", "jaxlib"),
                extension=Extension("ml_dtypes", ML_DTYPES, one_per_byte=True, hand_over=_numpy_view),
                note="from_dlpack has no bfloat16/FP8/FP4/int4; host memory only"),
         Target("torch", "torch", "from_dlpack", versioned=True, read_only="ignored", strides="nonnegative",

@@ -1,7 +1,9 @@
 """Target.direct_from: convert hands NumPy arrays straight to JAX's
-from_dlpack, which reads NumPy's own export exactly. Whatever the direct call
-gives must equal what the general route gives, and whatever either side
-refuses must end in the general route's answer."""
+from_dlpack and JAX arrays straight to NumPy's, each of which reads the
+other's own export exactly (NumPy marks JAX's legacy capsules read-only, as
+dlbridge does). Whatever the direct call gives must equal what the general
+route gives, and whatever either side refuses must end in the general
+route's answer."""
 
 import jax.numpy as jnp
 import numpy as np
@@ -82,3 +84,44 @@ def test_only_numpy_is_handed_to_jax_directly(jax_calls):
     dlbridge.convert(torch.arange(3.0), "jax")
     assert jax_calls == [dlbridge.Tensor]
     assert TARGETS["jax"].direct_from == ("numpy",)
+
+
+JAX_SOURCES = {
+    "float32 3x4": lambda: jnp.arange(12.0, dtype=jnp.float32).reshape(3, 4),
+    "bool": lambda: jnp.array([True, False]),
+    "int8": lambda: jnp.arange(3, dtype=jnp.int8),
+    "complex64": lambda: jnp.arange(3) * 1j,
+    "float16": lambda: jnp.arange(3, dtype=jnp.float16),
+    "bfloat16": lambda: jnp.arange(3, dtype=jnp.bfloat16),
+    "float8_e4m3fn": lambda: jnp.arange(3, dtype=jnp.float8_e4m3fn),
+    "0-d": lambda: jnp.array(2.0),
+    "size 0": lambda: jnp.zeros((0, 2)),
+}
+
+
+@pytest.mark.parametrize("name", list(JAX_SOURCES))
+def test_jax_to_numpy_directly_equals_the_general_route(name):
+    x = JAX_SOURCES[name]()
+    out, general = dlbridge.convert(x, "numpy"), _convert_general(x, "numpy", None, None)
+    assert (out.dtype, out.shape, out.flags.writeable) == (general.dtype, general.shape, False)
+    assert out.tobytes() == general.tobytes()
+
+
+@pytest.fixture
+def numpy_calls(monkeypatch):
+    calls = []
+    original = np.from_dlpack
+    monkeypatch.setattr(np, "from_dlpack", lambda x: calls.append(type(x).__name__) or original(x))
+    return calls
+
+
+def test_a_jax_array_numpy_takes_is_handed_over_as_it_is(numpy_calls):
+    dlbridge.convert(jnp.arange(3.0), "numpy")
+    assert numpy_calls == ["ArrayImpl"]
+
+
+def test_a_jax_dtype_numpy_refuses_ends_in_the_general_route(numpy_calls):
+    out = dlbridge.convert(jnp.arange(3, dtype=jnp.bfloat16), "numpy")
+    assert str(out.dtype) == "bfloat16"
+    # NumPy refused bfloat16; the general route handed it over through ml_dtypes.
+    assert numpy_calls == ["ArrayImpl"]
