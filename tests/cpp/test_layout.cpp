@@ -386,7 +386,8 @@ TEST(SmallDims, MovesKeepInlineAndHeapValues) {
     for (int32_t i = 0; i < n; ++i) EXPECT_EQ(moved[i], values[size_t(i)]);
     EXPECT_EQ(moved.data() == heap_block, n > SmallDims::inline_capacity);
     EXPECT_EQ(source.size(), 0);
-    SmallDims assigned(values.data(), 3);
+    const int64_t three[] = {4, 5, 6};
+    SmallDims assigned(three, 3);
     assigned = std::move(moved);
     ASSERT_EQ(assigned.size(), n);
     for (int32_t i = 0; i < n; ++i) EXPECT_EQ(assigned[i], values[size_t(i)]);
