@@ -46,7 +46,7 @@ Tensor import_object(nb::handle x, const ExchangeRequest& request, const char* e
     throw nb::type_error("This dlbridge.Tensor was never initialised (made by Tensor.__new__); "
                          "it holds no tensor.");
   if (PyCapsule_CheckExact(x.ptr()))
-    return finish_import(tensor_from_managed(consume_capsule(x)), request, false);
+    return finish_import(tensor_from_capsule(x), request, false);
   if (ProducerType* known = find_producer(x)) {
     try {
       return import_from_producer(x, *known, request);
