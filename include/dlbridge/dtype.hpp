@@ -3,6 +3,7 @@
 #pragma once
 
 #include <complex>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -69,16 +70,35 @@ inline constexpr DTypeCodeInfo dtype_code_table[] = {
     {abi::kDLFloat4_e2m1fn, "float4_e2m1fn", 4},
 };
 
+// The table is indexed by code: DLPack numbers its codes 0, 1, 2, ...
+inline constexpr size_t dtype_code_count = sizeof(dtype_code_table) / sizeof(dtype_code_table[0]);
+constexpr bool dtype_codes_are_indices() noexcept {
+  for (size_t i = 0; i < dtype_code_count; ++i)
+    if (dtype_code_table[i].code != i) return false;
+  return true;
+}
+static_assert(dtype_codes_are_indices(), "dtype_code_table must list codes 0, 1, 2, ... in order");
+
 constexpr const DTypeCodeInfo* find_dtype_code(uint8_t code) noexcept {
-  for (const auto& info : dtype_code_table)
-    if (info.code == code) return &info;
-  return nullptr;
+  return code < dtype_code_count ? &dtype_code_table[code] : nullptr;
+}
+
+// Whether dtype_problem(t) is std::nullopt, without building the Error
+// (every import asks; test_dtype.cpp pins the two together for every
+// code and width). The rules are dtype_problem's, in the same terms.
+// By index, not pointer: see device_type_index on UBSan and constexpr.
+constexpr bool dtype_valid(DType t) noexcept {
+  if (t.code >= dtype_code_count || t.bits == 0 || t.lanes == 0) return false;
+  const uint8_t fixed_bits = dtype_code_table[t.code].fixed_bits;
+  if (fixed_bits != 0 && t.bits != fixed_bits) return false;
+  return t.code != abi::kDLComplex || t.bits % 2 == 0;
 }
 
 // Why a consumer must refuse this dtype, or std::nullopt when it is valid.
 // Unknown codes are ErrorCode::unsupported_dtype; known codes with impossible
 // widths (FP4 with bits != 4, bits == 0, lanes == 0) are invalid_tensor.
 inline std::optional<Error> dtype_problem(DType t) {
+  if (dtype_valid(t)) return std::nullopt;
   const DTypeCodeInfo* info = find_dtype_code(t.code);
   if (info == nullptr)
     return Error(ErrorCode::unsupported_dtype,
@@ -106,7 +126,7 @@ inline std::optional<Error> dtype_problem(DType t) {
 }
 
 inline void validate_dtype(DType t) {
-  if (auto problem = dtype_problem(t)) throw *problem;
+  if (!dtype_valid(t)) throw *dtype_problem(t);
 }
 
 // "float32", "bool", "float8_e4m3fn", "int4"; lanes > 1 add "x<lanes>"
@@ -115,7 +135,7 @@ inline void validate_dtype(DType t) {
 // codes, odd complex widths, ...) prints as "dtype(<code>,<bits>,<lanes>)".
 inline std::string dtype_name(DType t) {
   const DTypeCodeInfo* info = find_dtype_code(t.code);
-  if (info == nullptr || dtype_problem(t))
+  if (!dtype_valid(t))
     return "dtype(" + std::to_string(t.code) + "," + std::to_string(t.bits) +
            "," + std::to_string(t.lanes) + ")";
   std::string name(info->name);

@@ -46,7 +46,10 @@ class SmallDims {
     if (this == &other) return *this;
     size_ = other.size_;
     heap_ = std::move(other.heap_);
-    if (!heap_ && size_ > 0) std::memcpy(inline_, other.inline_, sizeof(int64_t) * size_t(size_));
+    // The whole inline buffer, a fixed size the compiler copies in a few
+    // moves instead of a call to memcpy (every import moves a view once);
+    // bytes past size_ are copied as bytes and never read.
+    if (!heap_) std::memcpy(inline_, other.inline_, sizeof(inline_));
     other.size_ = 0;
     return *this;
   }
@@ -61,6 +64,14 @@ class SmallDims {
     }
     if (values != nullptr && n > 0)
       std::memcpy(data(), values, sizeof(int64_t) * size_t(n));
+  }
+
+  // n (at most inline_capacity) dims in the inline buffer, returned for the
+  // caller to fill.
+  int64_t* assign_inline(int32_t n) noexcept {
+    size_ = n;
+    heap_.reset();
+    return inline_;
   }
 
   int32_t size() const noexcept { return size_; }

@@ -96,6 +96,19 @@ class ManagedTensor {
   // TensorView::from_dltensor or policy rejects.
   static ManagedTensor adopt(abi::DLManagedTensorVersioned* m,
                              const ImportPolicy& policy = {}) {
+    return ManagedTensor(adopting, m, policy);
+  }
+
+  // adopt, as a constructor: the tensor can be adopted where it will stay
+  // (std::allocate_shared), so that its view is built once and never moved.
+  // m is set to NULL on entry: from then on this constructor owns it and
+  // runs its deleter before any exception leaves, while a caller whose m is
+  // still set after a failure (an allocation before this ran) still owns it.
+  struct Adopting {};
+  static constexpr Adopting adopting{};
+  ManagedTensor(Adopting, abi::DLManagedTensorVersioned*& taken,
+                const ImportPolicy& policy = {}) {
+    abi::DLManagedTensorVersioned* m = std::exchange(taken, nullptr);
     if (m == nullptr)
       detail::fail(ErrorCode::invalid_tensor,
                    "The producer returned a NULL DLManagedTensorVersioned.",
@@ -114,19 +127,23 @@ class ManagedTensor {
                          "max_version=(1, 3)."
                        : "The producer is broken; report it there.");
     }
-    ManagedTensor out;
-    out.versioned_ = m;  // owned from here on: any throw below runs the deleter
-    if (uint64_t unknown = m->flags & ~known_flags)
-      detail::fail(version.minor > DLBRIDGE_DLPACK_MINOR
-                       ? ErrorCode::unsupported_version
-                       : ErrorCode::invalid_tensor,
-                   "The tensor carries flag bits 0x" + hex(unknown) +
-                       " that DLPack " + std::to_string(DLBRIDGE_DLPACK_MAJOR) +
-                       "." + std::to_string(DLBRIDGE_DLPACK_MINOR) +
-                       " does not define.",
-                   "Ask the producer for max_version=(1, 3).");
-    out.view_.assign(m->dl_tensor, m->flags, policy);
-    return out;
+    versioned_ = m;  // owned from here on: any throw below runs the deleter
+    try {
+      if (uint64_t unknown = m->flags & ~known_flags)
+        detail::fail(version.minor > DLBRIDGE_DLPACK_MINOR
+                         ? ErrorCode::unsupported_version
+                         : ErrorCode::invalid_tensor,
+                     "The tensor carries flag bits 0x" + hex(unknown) +
+                         " that DLPack " + std::to_string(DLBRIDGE_DLPACK_MAJOR) +
+                         "." + std::to_string(DLBRIDGE_DLPACK_MINOR) +
+                         " does not define.",
+                     "Ask the producer for max_version=(1, 3).");
+      view_.assign(m->dl_tensor, m->flags, policy);
+    } catch (...) {
+      // A constructor that throws runs no destructor: the deleter is run here.
+      run_deleter();
+      throw;
+    }
   }
 
   // Takes ownership of a legacy tensor. It carries no flags: assumed_flags

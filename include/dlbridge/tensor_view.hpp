@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,10 +46,29 @@ class TensorView {
   // live inside other objects (ManagedTensor); on failure *this is left
   // in an unspecified but destructible state.
   void assign(const abi::DLTensor& t, uint64_t flags = 0, const ImportPolicy& policy = {}) {
-    read_header(t, flags);
-    read_dims(t);
-    check_memory();
+    if (!assign_plain(t, flags)) assign_general(t, flags);
     check(policy);
+  }
+
+  // from_dltensor without the one-pass reading of common tensors: every
+  // rule checked in its own step. from_dltensor gives the same view, or
+  // the same error, for every input (tests/cpp/test_tensor_view_random.cpp
+  // holds the two side by side); this is that test's reference.
+  static TensorView from_dltensor_general(const abi::DLTensor& t, uint64_t flags = 0,
+                                          const ImportPolicy& policy = {}) {
+    TensorView view;
+    view.assign_general(t, flags);
+    view.check(policy);
+    return view;
+  }
+
+  // The one-pass reading alone: the view when from_dltensor takes t without
+  // the general reading, std::nullopt when it hands t over to it.
+  static std::optional<TensorView> from_dltensor_plain(const abi::DLTensor& t,
+                                                       uint64_t flags = 0) {
+    TensorView view;
+    if (!view.assign_plain(t, flags)) return std::nullopt;
+    return view;
   }
 
   // A view of C++-owned memory. Empty strides mean compact row-major.
@@ -78,7 +98,6 @@ class TensorView {
     return from_dltensor(t, flags);
   }
 
-  // Raises the first requirement of policy that this view misses.
   // Whether check(policy) would pass, without throwing: a consumer plans a
   // copy for what fails it.
   bool meets(const ImportPolicy& policy) const noexcept {
@@ -89,7 +108,16 @@ class TensorView {
              reinterpret_cast<uintptr_t>(data()) % policy.min_alignment != 0);
   }
 
+  // Raises the first requirement of policy that this view misses.
   void check(const ImportPolicy& policy) const {
+    // Small enough to inline where the usual case (met) is decided; the
+    // messages are built out of line.
+    if (!meets(policy)) refuse(policy);
+  }
+
+ private:
+  // Raises the first requirement of policy that this view misses.
+  void refuse(const ImportPolicy& policy) const {
     if (policy.require_writable && readonly())
       detail::fail(ErrorCode::read_only,
                    "The tensor is read-only but a writable tensor was requested.",
@@ -113,6 +141,8 @@ class TensorView {
                        std::to_string(policy.min_alignment) + " bytes.",
                    "Allow a copy so that dlbridge can allocate aligned memory.");
   }
+
+ public:
 
   // Address of element 0: data + byte_offset. Added as integers because a
   // size-0 tensor may pair data == NULL with any offset, and NULL + offset is
@@ -198,6 +228,77 @@ class TensorView {
     detail::fail(ErrorCode::invalid_tensor, "Malformed DLTensor: " + what,
                  "The producer exported an invalid tensor; report it to the "
                  "producing library, or copy the data there first.");
+  }
+
+  void assign_general(const abi::DLTensor& t, uint64_t flags) {
+    read_header(t, flags);
+    read_dims(t);
+    check_memory();
+  }
+
+  // The tensors nearly every import sees, read and checked in one pass:
+  // explicit strides, at most SmallDims::inline_capacity dims, a valid
+  // dtype of whole bytes, memory with addresses. It accepts only what
+  // assign_general accepts, filling every field with the same value; on
+  // anything else (every malformed tensor, any overflow, NULL strides)
+  // it returns false and assign_general reads t again from the start, so
+  // every refusal and its message come from the general code alone.
+  bool assign_plain(const abi::DLTensor& t, uint64_t flags) noexcept {
+    const int32_t ndim = t.ndim;
+    if (ndim < 0 || ndim > detail::SmallDims::inline_capacity) return false;
+    if (ndim > 0 && (t.shape == nullptr || t.strides == nullptr)) return false;
+    // A known type whose data is an address: the wrap-around check below applies.
+    const int device = detail::device_type_index(t.device.device_type);
+    if (device < 0 || !device_type_table[device].direct_address || t.device.device_id < 0)
+      return false;
+    const DType dtype = DType::from_dl(t.dtype);
+    if (!dtype_valid(dtype) || dtype.is_subbyte()) return false;
+    if (t.byte_offset > uint64_t(INT64_MAX)) return false;
+    const int64_t unit = int64_t(dtype.element_bytes());
+    // read_dims and byte_extent's arithmetic, fused: the element count,
+    // and the reach of the strides in elements on either side of element 0.
+    int64_t* shape = shape_.assign_inline(ndim);
+    int64_t* strides = strides_.assign_inline(ndim);
+    int64_t count = 1, low = 0, high = 0;
+    for (int32_t d = 0; d < ndim; ++d) {
+      const int64_t extent = t.shape[d], step = t.strides[d];
+      shape[d] = extent;
+      strides[d] = step;
+      if (extent < 0 || detail::mul_overflows(count, extent, count)) return false;
+      if (extent > 1) {
+        int64_t reach = 0;
+        if (detail::mul_overflows(step, extent - 1, reach)) return false;
+        int64_t& side = reach < 0 ? low : high;
+        if (detail::add_overflows(side, reach, side)) return false;
+      }
+    }
+    int64_t nbytes = 0;
+    if (detail::mul_overflows(count, unit, nbytes)) return false;
+    ByteExtent extent{};
+    if (count != 0) {  // a size-0 tensor reads nothing: data may be anything
+      if (t.data == nullptr) return false;
+      int64_t width = 0;
+      if (detail::mul_overflows(low, unit, extent.low) ||
+          detail::mul_overflows(high, unit, extent.high) ||
+          detail::add_overflows(extent.high, unit, extent.high) ||
+          detail::platform::sub_overflow(extent.high, extent.low, width))
+        return false;
+      const uint64_t base = reinterpret_cast<uintptr_t>(t.data);
+      uint64_t first = 0, last = 0;
+      if (detail::platform::add_overflow(base, t.byte_offset, first) ||
+          (extent.low < 0 && first < uint64_t(-extent.low)) ||
+          detail::platform::add_overflow(first, uint64_t(extent.high), last))
+        return false;
+    }
+    data_ = t.data;
+    byte_offset_ = t.byte_offset;
+    device_ = Device::from_dl(t.device);
+    dtype_ = dtype;
+    flags_ = flags;
+    size_ = count;
+    nbytes_ = nbytes;
+    extent_ = extent;
+    return true;
   }
 
   void read_header(const abi::DLTensor& t, uint64_t flags) {

@@ -106,6 +106,9 @@ nb::object device_type_to_python(DeviceType type);
 // --- capsule.cpp
 // Consumes a "dltensor" / "dltensor_versioned" capsule exactly once.
 ManagedTensor consume_capsule(nb::handle capsule, uint64_t legacy_flags = 0);
+// tensor_from_managed(consume_capsule(capsule)): the same tensor, or the
+// same refusal, with a versioned tensor adopted in place (tensor_adopting).
+Tensor tensor_from_capsule(nb::handle capsule);
 nb::object make_capsule(const Tensor& tensor, ExportFormat format,
                         uint64_t extra_flags);
 // A new versioned struct over the tensor's memory, owned by the caller.
@@ -123,6 +126,9 @@ const Tensor* as_tensor(nb::handle object) noexcept;
 // made by Tensor.__new__ alone and holds none.
 const Tensor& initialised_tensor(nb::handle self, const char* method);
 Tensor tensor_from_managed(ManagedTensor&& managed);
+// tensor_from_managed(ManagedTensor::adopt(m)), with m adopted in the
+// tensor's storage itself: its view is built where it stays.
+Tensor tensor_adopting(abi::DLManagedTensorVersioned* m);
 // A compact copy on target; a copy to a device is queued on consumer_stream
 // (a DLPack stream value; absent: the device's default stream).
 Tensor copy_tensor(const Tensor& source, Device target, StreamArg consumer_stream = {});

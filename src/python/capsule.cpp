@@ -129,6 +129,19 @@ ManagedTensor consume_capsule(nb::handle capsule, uint64_t legacy_flags) {
                            .c_str());
 }
 
+Tensor tensor_from_capsule(nb::handle capsule) {
+  PyObject* cap = capsule.ptr();
+  // consume_capsule's first case; every other capsule, and every refusal,
+  // is consume_capsule's own.
+  if (PyCapsule_CheckExact(cap)) {
+    const char* name = PyCapsule_GetName(cap);
+    if (name != nullptr && std::strcmp(name, versioned_name) == 0)
+      return tensor_adopting(take_pointer<abi::DLManagedTensorVersioned>(
+          cap, versioned_name, used_versioned_name));
+  }
+  return tensor_from_managed(consume_capsule(capsule));
+}
+
 namespace {
 
 // What every export of a Tensor shares: the storage keeps the memory (and

@@ -20,4 +20,8 @@ const ProducerPolicy& policy_of(const ProducerType& known) noexcept;
 // device memory are given their family's default stream.
 ManagedTensor import_dlpack(nb::handle x, ProducerType& known, ExchangeRequest request);
 
+// tensor_from_managed(import_dlpack(x, known, request)), with a versioned
+// tensor from a plain producer adopted in its storage (no move of its view).
+Tensor import_dlpack_tensor(nb::handle x, ProducerType& known, const ExchangeRequest& request);
+
 }  // namespace dlbridge::python

@@ -32,9 +32,9 @@ Tensor import_from_producer(nb::handle x, ProducerType& known, const ExchangeReq
   nb::object resolved = resolve_lazy_state(x, policy_of(known), request);
   if (!resolved.is_none())
     return finish_import(import_object(resolved, ExchangeRequest{}), request, true);
+  if (asks_nothing(request)) return import_dlpack_tensor(x, known, request);
   ManagedTensor managed = import_dlpack(x, known, request);
   const bool copied = (managed.flags() & DLBRIDGE_FLAG_IS_COPIED) != 0;
-  if (asks_nothing(request)) return tensor_from_managed(std::move(managed));
   return finish_import(tensor_from_managed(std::move(managed)), request, copied);
 }
 
@@ -46,7 +46,7 @@ Tensor import_object(nb::handle x, const ExchangeRequest& request, const char* e
     throw nb::type_error("This dlbridge.Tensor was never initialised (made by Tensor.__new__); "
                          "it holds no tensor.");
   if (PyCapsule_CheckExact(x.ptr()))
-    return finish_import(tensor_from_managed(consume_capsule(x)), request, false);
+    return finish_import(tensor_from_capsule(x), request, false);
   if (ProducerType* known = find_producer(x)) {
     try {
       return import_from_producer(x, *known, request);

@@ -45,15 +45,16 @@ std::shared_ptr<const ManagedTensor> new_storage(ManagedTensor&& managed) {
 
 }  // namespace
 
-Tensor tensor_from_managed(ManagedTensor&& managed) {
-  const uint64_t flags = managed.flags();
-  if (!managed.is_versioned() && !(flags & DLBRIDGE_FLAG_READ_ONLY)) {
-    auto storage = new_storage(std::move(managed));
+namespace {
+
+// The tensor a stored ManagedTensor is seen as, by its flags.
+Tensor tensor_from_storage(std::shared_ptr<const ManagedTensor> storage) {
+  const uint64_t flags = storage->flags();
+  if (!storage->is_versioned() && !(flags & DLBRIDGE_FLAG_READ_ONLY)) {
     Tensor out(storage, storage->view().with_flags(flags | DLBRIDGE_FLAG_READ_ONLY));
     out.set_writability_unknown();
     return out;
   }
-  auto storage = new_storage(std::move(managed));
   // The tensor speaks for the data from now on; IS_COPIED described only
   // the exchange that delivered it.
   if (flags & DLBRIDGE_FLAG_IS_COPIED) {
@@ -61,6 +62,23 @@ Tensor tensor_from_managed(ManagedTensor&& managed) {
     return Tensor(std::move(storage), std::move(view));
   }
   return Tensor(std::move(storage));
+}
+
+}  // namespace
+
+Tensor tensor_from_managed(ManagedTensor&& managed) {
+  return tensor_from_storage(new_storage(std::move(managed)));
+}
+
+Tensor tensor_adopting(abi::DLManagedTensorVersioned* m) {
+  try {
+    return tensor_from_storage(std::allocate_shared<const ManagedTensor>(
+        StoragePoolAllocator<ManagedTensor>(), ManagedTensor::adopting, m));
+  } catch (...) {
+    // Still set: the allocation failed before the constructor took m.
+    if (m != nullptr && m->deleter != nullptr) m->deleter(m);
+    throw;
+  }
 }
 
 namespace {

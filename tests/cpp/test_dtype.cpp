@@ -165,6 +165,30 @@ TEST(DTypeSizes, ElementBitsBytesAndSubbyte) {
   }
 }
 
+// dtype_valid is the cheap question every import asks; dtype_problem is the
+// rule with its message. They must agree on every triple there is (lanes:
+// every value that changes a rule, and a sample of the rest).
+TEST(DTypeProblem, ValidAgreesWithProblemForEveryTriple) {
+  int valid = 0;
+  for (int code = 0; code < 256; ++code)
+    for (int bits = 0; bits < 256; ++bits)
+      for (uint16_t lanes : {uint16_t{0}, uint16_t{1}, uint16_t{2}, uint16_t{3}, uint16_t{4},
+                             uint16_t{255}, uint16_t{65535}}) {
+        const DType t{uint8_t(code), uint8_t(bits), lanes};
+        const bool has_problem = dlbridge::dtype_problem(t).has_value();
+        ASSERT_EQ(dlbridge::dtype_valid(t), !has_problem)
+            << "code " << code << " bits " << bits << " lanes " << lanes;
+        valid += !has_problem;
+      }
+  // Both outcomes occur: codes 0-6 take any (even, for complex) width; the
+  // fixed-width codes take one.
+  EXPECT_GT(valid, 1000);
+  static_assert(dlbridge::dtype_valid(DType{2, 32, 1}));
+  static_assert(!dlbridge::dtype_valid(DType{17, 8, 1}));
+  static_assert(!dlbridge::dtype_valid(DType{18, 8, 1}));
+  static_assert(!dlbridge::dtype_valid(DType{5, 63, 1}));
+}
+
 TEST(DTypeProblem, UnknownCodesAreUnsupported) {
   for (uint8_t code : {uint8_t{18}, uint8_t{100}, uint8_t{255}}) {
     SCOPED_TRACE(int(code));

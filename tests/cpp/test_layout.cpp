@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -365,3 +366,45 @@ TEST(StridesFit, EachRule) {
   EXPECT_FALSE(strides_fit(65, shape.data(), c.data(), StrideRule::permuted_compact));
   EXPECT_FALSE(strides_fit(-1, shape.data(), c.data(), StrideRule::any));
 }
+
+namespace {
+
+using dlbridge::detail::SmallDims;
+
+// SmallDims keeps up to inline_capacity dims inline and more on the heap;
+// a move copies the inline buffer whole (a fixed size) or takes the heap
+// block, and either way the values survive and the source is left empty.
+TEST(SmallDims, MovesKeepInlineAndHeapValues) {
+  for (int32_t n : {0, 1, SmallDims::inline_capacity, SmallDims::inline_capacity + 1, 64}) {
+    SCOPED_TRACE(n);
+    std::vector<int64_t> values(static_cast<size_t>(n));
+    for (int32_t i = 0; i < n; ++i) values[size_t(i)] = int64_t(i) * 7 - 3;
+    SmallDims source(values.data(), n);
+    const int64_t* heap_block = source.data();
+    SmallDims moved(std::move(source));
+    ASSERT_EQ(moved.size(), n);
+    for (int32_t i = 0; i < n; ++i) EXPECT_EQ(moved[i], values[size_t(i)]);
+    EXPECT_EQ(moved.data() == heap_block, n > SmallDims::inline_capacity);
+    EXPECT_EQ(source.size(), 0);
+    const int64_t three[] = {4, 5, 6};
+    SmallDims assigned(three, 3);
+    assigned = std::move(moved);
+    ASSERT_EQ(assigned.size(), n);
+    for (int32_t i = 0; i < n; ++i) EXPECT_EQ(assigned[i], values[size_t(i)]);
+  }
+}
+
+// assign_inline drops a heap block and hands out the inline buffer.
+TEST(SmallDims, AssignInlineReusesTheInlineBuffer) {
+  std::vector<int64_t> many(20, 5);
+  SmallDims dims(many.data(), 20);
+  int64_t* out = dims.assign_inline(2);
+  out[0] = 8;
+  out[1] = 9;
+  EXPECT_EQ(dims.size(), 2);
+  EXPECT_EQ(dims.data(), out);
+  EXPECT_EQ(dims[0], 8);
+  EXPECT_EQ(dims[1], 9);
+}
+
+}  // namespace

@@ -328,6 +328,63 @@ TEST(Adopt, PolicyRefusalIsDeletedOnce) {
   EXPECT_EQ(q.calls.count, 1);
 }
 
+// The adopting constructor is adopt in place (std::allocate_shared): it
+// takes m by clearing the caller's pointer before anything can fail, and
+// from then on owns it, so every refusal runs the deleter exactly once and
+// the caller, whose pointer is NULL, runs nothing.
+TEST(AdoptInPlace, TakesThePointerAndOwnsTheTensor) {
+  Producer p;
+  dlabi::DLManagedTensorVersioned* m = &p.versioned;
+  {
+    ManagedTensor t(ManagedTensor::adopting, m);
+    EXPECT_EQ(m, nullptr);
+    EXPECT_TRUE(t.is_versioned());
+    EXPECT_EQ(t.view().shape(1), 3);
+    EXPECT_EQ(t.view().data(), p.data);
+    EXPECT_EQ(p.calls.count, 0);
+  }
+  EXPECT_EQ(p.calls.count, 1);
+}
+
+TEST(AdoptInPlace, EveryRefusalRunsTheDeleterOnceAndClearsThePointer) {
+  struct Case {
+    const char* what;
+    std::function<void(Producer&)> spoil;
+    ErrorCode code;
+  };
+  const Case cases[] = {
+      {"future major", [](Producer& p) { p.versioned.version.major = 2; }, ErrorCode::unsupported_version},
+      {"unknown flag", [](Producer& p) { p.versioned.flags = uint64_t(1) << 40; }, ErrorCode::invalid_tensor},
+      {"malformed view", [](Producer& p) { p.versioned.dl_tensor.ndim = -1; }, ErrorCode::invalid_tensor},
+      {"policy", [](Producer& p) { p.versioned.flags = DLBRIDGE_FLAG_READ_ONLY; }, ErrorCode::read_only},
+  };
+  ImportPolicy writable;
+  writable.require_writable = true;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    Producer p;
+    c.spoil(p);
+    dlabi::DLManagedTensorVersioned* m = &p.versioned;
+    auto e = error_of([&] { ManagedTensor t(ManagedTensor::adopting, m, writable); });
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->code(), c.code);
+    EXPECT_EQ(m, nullptr);
+    EXPECT_EQ(p.calls.count, 1);
+    // adopt refuses it with the same error.
+    Producer q;
+    c.spoil(q);
+    auto by_adopt = error_of([&] { ManagedTensor::adopt(&q.versioned, writable); });
+    ASSERT_TRUE(by_adopt);
+    EXPECT_EQ(by_adopt->code(), e->code());
+    EXPECT_EQ(by_adopt->message(), e->message());
+    EXPECT_EQ(q.calls.count, 1);
+  }
+  dlabi::DLManagedTensorVersioned* null = nullptr;
+  auto e = error_of([&] { ManagedTensor t(ManagedTensor::adopting, null); });
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->code(), ErrorCode::invalid_tensor);
+}
+
 TEST(Adopt, LegacyWithAssumedReadOnly) {
   Producer p;
   ManagedTensor t = ManagedTensor::adopt(&p.legacy, DLBRIDGE_FLAG_READ_ONLY);

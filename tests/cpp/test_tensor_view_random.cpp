@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -92,6 +93,159 @@ TEST(TensorViewRandom, RefusesOrDescribesExactly) {
   // The generator must reach both outcomes, or the test proves nothing.
   EXPECT_GT(accepted, 1000);
   EXPECT_GT(checked, 500);
+}
+
+}  // namespace
+
+namespace {
+
+// Every field a view exposes; two readings agree when all of these do.
+void expect_same_view(const dl::TensorView& got, const dl::TensorView& want, int round) {
+  ASSERT_EQ(got.ndim(), want.ndim()) << "round " << round;
+  EXPECT_EQ(got.base_data(), want.base_data()) << "round " << round;
+  EXPECT_EQ(got.byte_offset(), want.byte_offset()) << "round " << round;
+  EXPECT_EQ(got.device(), want.device()) << "round " << round;
+  EXPECT_EQ(got.dtype(), want.dtype()) << "round " << round;
+  EXPECT_EQ(got.flags(), want.flags()) << "round " << round;
+  EXPECT_EQ(got.size(), want.size()) << "round " << round;
+  EXPECT_EQ(got.nbytes(), want.nbytes()) << "round " << round;
+  EXPECT_EQ(got.extent().low, want.extent().low) << "round " << round;
+  EXPECT_EQ(got.extent().high, want.extent().high) << "round " << round;
+  for (int32_t d = 0; d < want.ndim(); ++d) {
+    EXPECT_EQ(got.shape(d), want.shape(d)) << "round " << round << " dim " << d;
+    EXPECT_EQ(got.stride(d), want.stride(d)) << "round " << round << " dim " << d;
+  }
+}
+
+struct Outcome {
+  std::optional<dl::TensorView> view;
+  std::optional<dl::Error> error;
+};
+
+template <typename Read>
+Outcome outcome_of(Read&& read) {
+  Outcome out;
+  try {
+    out.view = read();
+  } catch (const dl::Error& e) {
+    out.error = e;
+  }
+  return out;
+}
+
+// from_dltensor reads the common tensors in one pass (assign_plain) and
+// hands everything else to the general reading. Over random tensors biased
+// towards the common ones and their edges (size 0, NULL data, addresses
+// near the top, strides near the int64 limits, each device kind, each
+// dtype family), the one pass only ever accepts what the general reading
+// accepts, with every field equal, and from_dltensor's result (view or
+// error code, message and fix) is the general reading's.
+TEST(TensorViewRandom, OnePassAgreesWithTheGeneralReading) {
+  std::mt19937_64 rng(20261203);
+  std::vector<int64_t> shape(16), strides(16);
+  alignas(64) static unsigned char memory[64];
+  const int32_t devices[] = {dlabi::kDLCPU, dlabi::kDLCPU, dlabi::kDLCUDA, dlabi::kDLOpenCL,
+                             dlabi::kDLCUDAHost, 0, 99};
+  int plain = 0, general_only_accepted = 0, refused = 0;
+  for (int round = 0; round < 300000; ++round) {
+    const bool small = rng() % 4 != 0;
+    dlabi::DLTensor t{};
+    t.ndim = int32_t(rng() % 9) - (rng() % 32 == 0 ? 2 : 0);
+    for (auto& s : shape) s = pick(rng, small);
+    for (auto& s : strides) s = pick(rng, small);
+    t.shape = rng() % 32 == 0 ? nullptr : shape.data();
+    t.strides = rng() % 8 == 0 ? nullptr : strides.data();
+    switch (rng() % 8) {
+      case 0: t.data = nullptr; break;
+      case 1: t.data = reinterpret_cast<void*>(~uintptr_t(0) - 64); break;
+      case 2: t.data = reinterpret_cast<void*>(uintptr_t(16)); break;
+      default: t.data = memory + 32;
+    }
+    t.byte_offset = rng() % 4 == 0 ? uint64_t(pick(rng, small)) : 0;
+    t.device = {dlabi::DLDeviceType(devices[rng() % std::size(devices)]),
+                int32_t(rng() % 3) - (rng() % 16 == 0)};
+    // Mostly the byte-sized standard dtypes, sometimes any triple.
+    if (rng() % 4 == 0) {
+      t.dtype = {uint8_t(rng() % 20), uint8_t(rng() % 256), uint16_t(rng() % 3)};
+    } else {
+      t.dtype = {uint8_t(rng() % 7), uint8_t(4 << (rng() % 5)), uint16_t(rng() % 8 == 0 ? 4 : 1)};
+    }
+    const uint64_t flags = rng() % 4 == 0 ? DLBRIDGE_FLAG_IS_SUBBYTE_TYPE_PADDED
+                                          : (rng() % 4 == 0 ? DLBRIDGE_FLAG_READ_ONLY : 0);
+    const Outcome general = outcome_of([&] { return dl::TensorView::from_dltensor_general(t, flags); });
+    const Outcome full = outcome_of([&] { return dl::TensorView::from_dltensor(t, flags); });
+    const std::optional<dl::TensorView> one_pass = dl::TensorView::from_dltensor_plain(t, flags);
+    if (one_pass) {
+      ++plain;
+      ASSERT_TRUE(general.view.has_value()) << "round " << round << ": the one pass took a tensor "
+                                            << "the general reading refuses: " << general.error->what();
+      expect_same_view(*one_pass, *general.view, round);
+    }
+    ASSERT_EQ(full.view.has_value(), general.view.has_value()) << "round " << round;
+    if (general.view) {
+      general_only_accepted += !one_pass;
+      expect_same_view(*full.view, *general.view, round);
+    } else {
+      ++refused;
+      EXPECT_EQ(full.error->code(), general.error->code()) << "round " << round;
+      EXPECT_EQ(full.error->message(), general.error->message()) << "round " << round;
+      EXPECT_EQ(full.error->hint(), general.error->hint()) << "round " << round;
+    }
+  }
+  // Each kind of outcome must be common, or the comparison proves little.
+  EXPECT_GT(plain, 20000);
+  EXPECT_GT(general_only_accepted, 5000);
+  EXPECT_GT(refused, 20000);
+}
+
+// The tensors every import sees take the one pass; the ones it leaves to
+// the general reading are the ones it was not written for.
+TEST(TensorViewRandom, OnePassTakesTheCommonTensors) {
+  alignas(64) static float memory[64];
+  int64_t shape[] = {8, 8};
+  int64_t c_strides[] = {8, 1}, f_strides[] = {1, 8}, reversed[] = {8, -1};
+  dlabi::DLTensor t{};
+  t.data = memory;
+  t.device = {dlabi::kDLCPU, 0};
+  t.ndim = 2;
+  t.dtype = {dlabi::kDLFloat, 32, 1};
+  t.shape = shape;
+  for (int64_t* strides : {c_strides, f_strides, reversed}) {
+    t.strides = strides;
+    t.byte_offset = strides == reversed ? 28 : 0;
+    auto view = dl::TensorView::from_dltensor_plain(t, DLBRIDGE_FLAG_READ_ONLY);
+    ASSERT_TRUE(view.has_value());
+    expect_same_view(*view, dl::TensorView::from_dltensor_general(t, DLBRIDGE_FLAG_READ_ONLY), 0);
+  }
+  t.byte_offset = 0;
+  t.strides = c_strides;
+  dlabi::DLTensor scalar = t;
+  scalar.ndim = 0;
+  scalar.shape = scalar.strides = nullptr;
+  EXPECT_TRUE(dl::TensorView::from_dltensor_plain(scalar).has_value());
+  dlabi::DLTensor empty = t;
+  int64_t zero_shape[] = {0, 8};
+  empty.shape = zero_shape;
+  empty.data = nullptr;
+  ASSERT_TRUE(dl::TensorView::from_dltensor_plain(empty).has_value());
+  EXPECT_EQ(dl::TensorView::from_dltensor_plain(empty)->size(), 0);
+
+  // Left to the general reading, which accepts them.
+  dlabi::DLTensor no_strides = t;
+  no_strides.strides = nullptr;
+  dlabi::DLTensor packed = t;
+  packed.dtype = {dlabi::kDLFloat4_e2m1fn, 4, 1};
+  dlabi::DLTensor opaque = t;
+  opaque.device = {dlabi::kDLOpenCL, 0};
+  int64_t seven[7] = {1, 1, 1, 1, 1, 8, 8}, seven_strides[7] = {64, 64, 64, 64, 64, 8, 1};
+  dlabi::DLTensor many = t;
+  many.ndim = 7;
+  many.shape = seven;
+  many.strides = seven_strides;
+  for (const dlabi::DLTensor& other : {no_strides, packed, opaque, many}) {
+    EXPECT_FALSE(dl::TensorView::from_dltensor_plain(other).has_value());
+    EXPECT_NO_THROW((void)dl::TensorView::from_dltensor(other));
+  }
 }
 
 }  // namespace

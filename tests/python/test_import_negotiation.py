@@ -37,6 +37,38 @@ def test_cuda_producer_is_asked_again_with_the_legacy_default_stream():
     assert producer.calls == ["device", ("dlpack", 1)]
 
 
+def test_known_cpu_producer_serving_device_memory_later_is_asked_again():
+    # A type learnt on host memory takes the short path (max_version alone,
+    # adopted in place); its first device tensor still comes without a
+    # stream, so it is dropped (its deleter runs) and asked for again.
+    producer = make_device_producer(1)
+    dlbridge.from_dlpack(producer())
+    dlbridge.from_dlpack(producer())
+    assert producer.calls == [("dlpack", None)] * 2
+    producer.calls.clear()
+
+    def dlpack_device(self):
+        producer.calls.append("device")
+        return (2, 0)
+
+    def dlpack(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        producer.calls.append(("dlpack", stream))
+        return _testing.make_capsule(device=(2, 0))
+
+    producer.__dlpack_device__ = dlpack_device
+    producer.__dlpack__ = dlpack
+    before = _testing.deleter_calls()
+    t = dlbridge.from_dlpack(producer())
+    assert t.device == (2, 0)
+    assert producer.calls == [("dlpack", None), ("dlpack", 1)]
+    assert _testing.deleter_calls() == before + 1
+    del t
+    assert _testing.deleter_calls() == before + 2
+    producer.calls.clear()
+    dlbridge.from_dlpack(producer())
+    assert producer.calls == ["device", ("dlpack", 1)]
+
+
 def test_rocm_producer_gets_the_rocm_default_stream():
     producer = make_device_producer(10)
     dlbridge.from_dlpack(producer())
