@@ -147,7 +147,7 @@ TEST(TensorViewRandom, OnePassAgreesWithTheGeneralReading) {
   const int32_t devices[] = {dlabi::kDLCPU, dlabi::kDLCPU, dlabi::kDLCUDA, dlabi::kDLOpenCL,
                              dlabi::kDLCUDAHost, 0, 99};
   int plain = 0, general_only_accepted = 0, refused = 0;
-  for (int round = 0; round < 300000; ++round) {
+  for (int round = 0; round < 100000; ++round) {
     const bool small = rng() % 4 != 0;
     dlabi::DLTensor t{};
     t.ndim = int32_t(rng() % 9) - (rng() % 32 == 0 ? 2 : 0);
@@ -193,9 +193,9 @@ TEST(TensorViewRandom, OnePassAgreesWithTheGeneralReading) {
     }
   }
   // Each kind of outcome must be common, or the comparison proves little.
-  EXPECT_GT(plain, 20000);
-  EXPECT_GT(general_only_accepted, 5000);
-  EXPECT_GT(refused, 20000);
+  EXPECT_GT(plain, 7000) << plain;
+  EXPECT_GT(general_only_accepted, 5000) << general_only_accepted;
+  EXPECT_GT(refused, 20000) << refused;
 }
 
 // The tensors every import sees take the one pass; the ones it leaves to
