@@ -20,6 +20,7 @@
 #include "detail/copy_kernels.hpp"
 #include "detail/copy_plan.hpp"
 #include "detail/copy_subbyte.hpp"
+#include "detail/platform.hpp"
 #include "error.hpp"
 #include "export.hpp"
 #include "managed_tensor.hpp"
@@ -175,10 +176,7 @@ inline void copy_checked(const TensorView& src, const TensorView& dst,
 // copy_into for every pair copy_compact_pair does not take: a function of
 // its own, kept out of line, so that the common case does not pay for its
 // frame (~40 instructions a call).
-#if defined(__GNUC__)
-__attribute__((noinline))
-#endif
-inline void copy_into_general(const TensorView& src, const TensorView& dst,
+DLBRIDGE_NOINLINE inline void copy_into_general(const TensorView& src, const TensorView& dst,
                               const CopyOptions& options) {
   check_copy_args(src, dst);
   if (src.size() == 0 || same_elements(src, dst)) return;

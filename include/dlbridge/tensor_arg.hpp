@@ -18,20 +18,13 @@
 #include <string>
 
 #include "abi.hpp"
+#include "detail/platform.hpp"
 #include "device.hpp"
 #include "dtype.hpp"
 #include "error.hpp"
 #include "layout.hpp"
 #include "tensor_view.hpp"
 
-// Keeps a function's message-building failure path out of line, so that
-// the check that runs on every call stays small (a type caster's cost is
-// measured against nb::ndarray's, issue 14).
-#if defined(__GNUC__)
-#define DLBRIDGE_COLD_PATH __attribute__((noinline, cold))
-#else
-#define DLBRIDGE_COLD_PATH
-#endif
 
 namespace dlbridge {
 

@@ -16,6 +16,12 @@
 #include <dirent.h>
 #include <dlfcn.h>
 
+// Keeps a function out of its callers, so that the common case beside it
+// stays small (copy_into's general path; a caster's message-building
+// failure path, which is also marked cold).
+#define DLBRIDGE_NOINLINE __attribute__((noinline))
+#define DLBRIDGE_COLD_PATH __attribute__((noinline, cold))
+
 #if defined(__linux__)
 #include <sys/mman.h>
 #endif
