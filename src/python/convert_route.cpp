@@ -169,8 +169,13 @@ ConvertTarget* learn_target(PyObject* name) {
 
 // The target type's C exchange API, when it has one that can build arrays.
 void learn_exchange_api(ConvertTarget& entry, nb::handle type_path) {
+  // A path the installed library does not have means no table: the
+  // target's from_dlpack is called, as for any library without one.
   nb::object type = entry.module;
-  for (nb::handle part : type_path) type = type.attr(part);
+  for (nb::handle part : type_path) {
+    type = attribute_or_none(type, nb::str(part).c_str());
+    if (type.is_none()) return;
+  }
   if (!PyType_Check(type.ptr())) return;
   const abi::DLPackExchangeAPI* api = find_exchange_api(reinterpret_cast<PyTypeObject*>(type.ptr()));
   if (api == nullptr || api->managed_tensor_to_py_object_no_sync == nullptr) return;

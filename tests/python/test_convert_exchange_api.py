@@ -164,6 +164,13 @@ def test_a_type_without_a_usable_table_is_handed_to_from_dlpack(fakelib, monkeyp
     assert tag == "from_dlpack"
 
 
+def test_an_exchange_api_path_the_library_lacks_means_from_dlpack(fakelib, monkeypatch):
+    lib = fakelib("wrap")
+    monkeypatch.setitem(TARGETS, "fakelib", dataclasses.replace(TARGETS["fakelib"], exchange_api="Missing.Type"))
+    tag, _ = dlbridge.convert(np.arange(3), "fakelib")
+    assert tag == "from_dlpack" and lib.calls == [dlbridge.Tensor]
+
+
 def test_a_table_is_not_used_for_a_dtype_the_target_lacks(fakelib, monkeypatch):
     lib = fakelib("wrap")
     monkeypatch.setitem(TARGETS, "fakelib", dataclasses.replace(
