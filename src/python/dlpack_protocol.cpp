@@ -172,24 +172,34 @@ ManagedTensor import_dlpack_once(nb::handle x, ProducerType& known,
 
 const ProducerPolicy& policy_of(const ProducerType& known) noexcept { return known.policy; }
 
+namespace {
+
+// The last type find_producer learnt or found, recognised by address and
+// version tag: a program converts the same kind of array over and over, and
+// the tag tells a new type at a freed type's address apart (tags are not
+// reused), so no reference is held here either.
+struct LastProducer {
+  PyTypeObject* type = nullptr;
+  unsigned int tag = 0;
+  ProducerType* known = nullptr;
+};
+LastProducer last_producer;
+
+}  // namespace
+
+ProducerType* recent_producer(PyTypeObject* type) noexcept {
+  const LastProducer& last = last_producer;
+  if (type == last.type && last.tag != 0 && py::type_version_tag(type) == last.tag) return last.known;
+  return nullptr;
+}
+
 ProducerType* find_producer(nb::handle x) {
-  // The last type asked about, recognised by address and version tag: a
-  // program converts the same kind of array over and over, and the tag
-  // tells a new type at a freed type's address apart (tags are not reused),
-  // so no reference is held here either.
-  static PyTypeObject* last_type = nullptr;
-  static unsigned int last_tag = 0;
-  static ProducerType* last_known = nullptr;
   PyTypeObject* type = Py_TYPE(x.ptr());
-  if (type == last_type && py::type_version_tag(type) == last_tag && last_tag != 0) return last_known;
+  if (ProducerType* known = recent_producer(type)) return known;
   ProducerType* known = known_producer(type);
   if (known == nullptr && !attribute_or_none(x, "__dlpack__").is_none())
     known = &learn_producer(type);
-  if (known != nullptr) {
-    last_type = type;
-    last_tag = py::type_version_tag(type);
-    last_known = known;
-  }
+  if (known != nullptr) last_producer = {type, py::type_version_tag(type), known};
   return known;
 }
 

@@ -12,6 +12,11 @@ struct ProducerType;
 // What dlbridge knows of x's type, learnt now if new; NULL when x has no
 // __dlpack__ at all.
 ProducerType* find_producer(nb::handle x);
+// What find_producer returned for the last type it answered, while `type`
+// is that type, unchanged; else NULL. import_object asks it first: such a
+// type is neither a dlbridge.Tensor nor a capsule (those never reach
+// find_producer), so the checks for them can be skipped.
+ProducerType* recent_producer(PyTypeObject* type) noexcept;
 
 // The per-producer rules decided for x's type when it was learnt.
 const ProducerPolicy& policy_of(const ProducerType& known) noexcept;

@@ -41,13 +41,17 @@ Tensor import_from_producer(nb::handle x, ProducerType& known, const ExchangeReq
 }  // namespace
 
 Tensor import_object(nb::handle x, const ExchangeRequest& request, const char* entry) {
-  if (const Tensor* t = as_tensor(x)) return finish_import(*t, request, false);
-  if (PyObject_TypeCheck(x.ptr(), tensor_type()))
-    throw nb::type_error("This dlbridge.Tensor was never initialised (made by Tensor.__new__); "
-                         "it holds no tensor.");
-  if (PyCapsule_CheckExact(x.ptr()))
-    return finish_import(tensor_from_capsule(x), request, false);
-  if (ProducerType* known = find_producer(x)) {
+  ProducerType* known = recent_producer(Py_TYPE(x.ptr()));
+  if (known == nullptr) {
+    if (const Tensor* t = as_tensor(x)) return finish_import(*t, request, false);
+    if (PyObject_TypeCheck(x.ptr(), tensor_type()))
+      throw nb::type_error("This dlbridge.Tensor was never initialised (made by Tensor.__new__); "
+                           "it holds no tensor.");
+    if (PyCapsule_CheckExact(x.ptr()))
+      return finish_import(tensor_from_capsule(x), request, false);
+    known = find_producer(x);
+  }
+  if (known != nullptr) {
     try {
       return import_from_producer(x, *known, request);
     } catch (nb::python_error& e) {

@@ -7,6 +7,7 @@ import gc
 import weakref
 
 import numpy as np
+import pytest
 
 import dlbridge
 from conftest import fresh_producer_class
@@ -41,3 +42,18 @@ def test_a_new_class_at_a_dead_class_address_is_learnt_afresh():
         assert modern.calls[0].get("max_version") == (1, 3), modern.calls
         del modern
         gc.collect()
+
+
+def test_the_last_producer_type_does_not_hide_tensors_or_capsules():
+    # from_dlpack looks the last producer type up before it checks for a
+    # dlbridge.Tensor or a capsule; each of those, met between imports from
+    # that producer, must still be read as what it is.
+    tensor = dlbridge.from_dlpack(SOURCE)
+    blank = dlbridge.Tensor.__new__(dlbridge.Tensor)
+    for _ in range(3):
+        assert dlbridge.from_dlpack(SOURCE).shape == (3,)
+        again = dlbridge.from_dlpack(tensor)
+        assert again.data_ptr == tensor.data_ptr
+        assert dlbridge.from_dlpack(SOURCE.__dlpack__(max_version=(1, 0))).shape == (3,)
+        with pytest.raises(TypeError, match="never initialised"):
+            dlbridge.from_dlpack(blank)
