@@ -67,6 +67,18 @@ inline unsigned int type_version_tag([[maybe_unused]] PyTypeObject* type) noexce
 #endif
 }
 
+// The dict's version (PEP 509): a number no other state of any dict has had,
+// replaced on every change. 0 means "unknown": only the version-specific builds
+// for Python 3.10 and 3.11 can read it (3.12 deprecates the field and the
+// limited API never had it).
+inline uint64_t dict_version([[maybe_unused]] PyObject* dict) noexcept {
+#if !defined(Py_LIMITED_API) && PY_VERSION_HEX < 0x030C0000
+  return reinterpret_cast<PyDictObject*>(dict)->ma_version_tag;
+#else
+  return 0;
+#endif
+}
+
 // The type's __mro__ (new reference), or NULL with no exception set.
 inline nanobind::object type_mro(PyTypeObject* type) {
 #ifdef Py_LIMITED_API
