@@ -88,7 +88,7 @@ def measure(quick: bool) -> dict:
             "dlbridge_import": (dlbridge.from_dlpack, x),
             "own_import": (own_import, x),
             "import_of_dlbridge": (import_capsule_or_array, t),
-            "convert": (lambda t, n=name: dlbridge.convert(t, n), t),
+            "convert": (dlbridge.convert, t, (name,)),
         }, batch_s=batch_s, reps=reps)
         out[name] = {"call": call, **{k: round(v["ns"], 1) for k, v in times.items()}}
     return out

@@ -79,14 +79,21 @@ def _calibrate(timer: timeit.Timer, batch_s: float) -> int:
 
 def compare(candidates: dict[str, tuple], *, batch_s: float, reps: int,
             budget_s: float | None = None) -> dict[str, dict]:
-    """Median ns per call of fn(arg) for each name -> (fn, arg).
+    """Median ns per call of fn(arg) for each name -> (fn, arg), or of
+    fn(arg, *more) for name -> (fn, arg, more): a function that takes more
+    arguments is called as users call it, not through a Python wrapper that
+    would add its own call (~60 ns) to one side only.
 
     Candidates take turns batch by batch, and the order rotates each round so
     that none always runs first after the others warmed or cooled the caches.
     budget_s stops early (after at least 3 rounds) when a round is slow.
     """
-    timers = {name: timeit.Timer("fn(arg)", globals={"fn": fn, "arg": arg})
-              for name, (fn, arg) in candidates.items()}
+    def timer(fn, arg, more=()):
+        names = {f"more{i}": value for i, value in enumerate(more)}
+        call = "fn(" + ", ".join(["arg", *names]) + ")"
+        return timeit.Timer(call, globals={"fn": fn, "arg": arg, **names})
+
+    timers = {name: timer(*candidate) for name, candidate in candidates.items()}
     numbers = {name: _calibrate(t, batch_s) for name, t in timers.items()}
     samples: dict[str, list[float]] = {name: [] for name in timers}
     names = list(timers)
