@@ -30,6 +30,10 @@ struct ProducerType {
   // Has delivered device memory: from then on __dlpack_device__ is asked
   // first so that a stream can be passed. CPU-only types never pay for it.
   bool serves_devices = false;
+  // __dlpack__ as the type's MRO holds it, and the version tag it was read
+  // at (see dlpack_method).
+  PyObject* method = nullptr;  // borrowed: an unchanged tag means it is still there
+  unsigned int method_tag = 0;
 };
 
 namespace {
@@ -72,10 +76,41 @@ ProducerType& learn_producer(PyTypeObject* type) {
   return producer_types().emplace(type, std::move(entry)).first->second;
 }
 
+PyObject* dlpack_name() {
+  static PyObject* name = PyUnicode_InternFromString("__dlpack__");
+  return name;
+}
+
+// What x.__dlpack__ finds without the lookup, or NULL: the function or C
+// method in x's type, to be called with x first. That lookup (the MRO cache,
+// the instance check, binding) is ~140 of an import's ~1,900 instructions.
+// Taken only where it is exactly what the lookup would find: the generic
+// attribute lookup, no instance dict to shadow it, a plain method, and the
+// version tag it was read at (which any change to the type or a base
+// replaces). The limited API shows no tags: the abi3 build looks it up.
+PyObject* dlpack_method([[maybe_unused]] ProducerType* known, [[maybe_unused]] PyTypeObject* type) {
+#ifdef Py_LIMITED_API
+  return nullptr;
+#else
+  if (known == nullptr || type->tp_version_tag == 0 || type->tp_getattro != PyObject_GenericGetAttr ||
+      type->tp_dictoffset != 0)
+    return nullptr;
+#ifdef Py_TPFLAGS_MANAGED_DICT
+  if (type->tp_flags & Py_TPFLAGS_MANAGED_DICT) return nullptr;
+#endif
+  if (known->method_tag == type->tp_version_tag) return known->method;
+  PyObject* found = _PyType_Lookup(type, dlpack_name());  // borrowed, no exception
+  if (found == nullptr || !(Py_TYPE(found) == &PyMethodDescr_Type || PyFunction_Check(found)))
+    return nullptr;
+  known->method = found;
+  known->method_tag = type->tp_version_tag;
+  return found;
+#endif
+}
+
 // x.__dlpack__(max_version=(1, 3)) through vectorcall with interned names:
 // the common call builds no dict and no tuple.
-nb::object call_dlpack_max_version(nb::handle x, nb::handle stream) {
-  static PyObject* method = PyUnicode_InternFromString("__dlpack__");
+nb::object call_dlpack_max_version(nb::handle x, nb::handle stream, ProducerType* known = nullptr) {
   static PyObject* version =
       nb::make_tuple(DLBRIDGE_DLPACK_MAJOR, DLBRIDGE_DLPACK_MINOR).release().ptr();
   // Interned names: a producer's argument parser (NumPy's among them)
@@ -88,10 +123,13 @@ nb::object call_dlpack_max_version(nb::handle x, nb::handle stream) {
           .release()
           .ptr();
   const bool with_stream = !stream.is_none();
+  PyObject* names = with_stream ? names_version_stream : names_version;
   PyObject* args[] = {x.ptr(), version, stream.ptr()};
-  PyObject* result = PyObject_VectorcallMethod(
-      method, args, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET,
-      with_stream ? names_version_stream : names_version);
+  PyObject* method = dlpack_method(known, Py_TYPE(x.ptr()));
+  PyObject* result = method != nullptr
+                         ? PyObject_Vectorcall(method, args, 1, names)
+                         : PyObject_VectorcallMethod(dlpack_name(), args,
+                                                     1 | PY_VECTORCALL_ARGUMENTS_OFFSET, names);
   if (result == nullptr) throw nb::python_error();
   return nb::steal(result);
 }
@@ -163,7 +201,7 @@ ManagedTensor import_dlpack_once(nb::handle x, ProducerType& known,
                                 const ExchangeRequest& request) {
   if (auto managed = import_exchange_api(x, known, request)) return std::move(*managed);
   if (known.level == ProtocolLevel::max_version_only && !request.device && request.copy != false)
-    return consume_capsule(call_dlpack_max_version(x, stream_object(request.stream)));
+    return consume_capsule(call_dlpack_max_version(x, stream_object(request.stream), &known));
   if (known.level == ProtocolLevel::no_keywords) return consume_capsule(x.attr("__dlpack__")());
   return consume_capsule(call_dlpack_probing(x, known, request));
 }
@@ -227,7 +265,7 @@ Tensor import_dlpack_tensor(nb::handle x, ProducerType& known, const ExchangeReq
   // memory served so far. Its capsule's tensor is adopted in its storage.
   if (known.api == nullptr && known.level == ProtocolLevel::max_version_only &&
       !known.serves_devices && !request.stream.given && !request.device && request.copy != false) {
-    Tensor tensor = tensor_from_capsule(call_dlpack_max_version(x, nb::none()));
+    Tensor tensor = tensor_from_capsule(call_dlpack_max_version(x, nb::none(), &known));
     const StreamArg stream = backend::default_stream_arg(tensor.view().device().type);
     if (!stream.given) return tensor;
     // Device memory after all: dropped, and asked for again with the

@@ -57,3 +57,70 @@ def test_the_last_producer_type_does_not_hide_tensors_or_capsules():
         assert dlbridge.from_dlpack(SOURCE.__dlpack__(max_version=(1, 0))).shape == (3,)
         with pytest.raises(TypeError, match="never initialised"):
             dlbridge.from_dlpack(blank)
+
+
+def slotted_producer(calls, tag):
+    """A producer class without instance dicts, whose __dlpack__ from_dlpack may
+    call without looking it up while the class stays as it is."""
+    def __dlpack__(self, **kwargs):
+        calls.append(tag)
+        return self.array.__dlpack__(**kwargs)
+
+    return type(f"Slotted_{tag}", (), {
+        "__slots__": ("array",), "__dlpack__": __dlpack__,
+        "__dlpack_device__": lambda self: self.array.__dlpack_device__()})
+
+
+def make(cls):
+    x = cls.__new__(cls)
+    x.array = SOURCE
+    return x
+
+
+def test_a_dlpack_method_replaced_on_the_class_is_the_one_called_next():
+    calls = []
+    cls = slotted_producer(calls, "first")
+    x = make(cls)
+    dlbridge.from_dlpack(x)
+    dlbridge.from_dlpack(x)
+    cls.__dlpack__ = slotted_producer(calls, "second").__dlpack__
+    # Twice: the first lookup after a change gives the class a new version tag.
+    assert dlbridge.from_dlpack(x).shape == (3,)
+    assert dlbridge.from_dlpack(x).shape == (3,)
+    assert calls == ["first", "first", "second", "second"]
+
+
+def test_a_dlpack_method_replaced_on_a_base_class_is_the_one_called_next():
+    calls = []
+    base = slotted_producer(calls, "base")
+    sub = type("SlottedSub", (base,), {"__slots__": ()})
+    x = make(sub)
+    dlbridge.from_dlpack(x)
+    dlbridge.from_dlpack(x)
+    base.__dlpack__ = slotted_producer(calls, "rebased").__dlpack__
+    dlbridge.from_dlpack(x)
+    dlbridge.from_dlpack(x)
+    assert calls == ["base", "base", "rebased", "rebased"]
+
+
+def test_an_instance_attribute_named_dlpack_is_what_is_called():
+    calls = []
+
+    class Open:
+        def __init__(self, array):
+            self.array = array
+
+        def __dlpack__(self, **kwargs):
+            calls.append("class")
+            return self.array.__dlpack__(**kwargs)
+
+        def __dlpack_device__(self):
+            return self.array.__dlpack_device__()
+
+    x = Open(SOURCE)
+    dlbridge.from_dlpack(x)
+    dlbridge.from_dlpack(x)
+    x.__dlpack__ = lambda **kwargs: calls.append("instance") or SOURCE.__dlpack__(**kwargs)
+    dlbridge.from_dlpack(x)
+    dlbridge.from_dlpack(x)
+    assert calls == ["class", "class", "instance", "instance"]
