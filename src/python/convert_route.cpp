@@ -134,7 +134,7 @@ PyObject* module_dict_item(PyObject* modules, PyObject* name) {
   return found;
 }
 
-PyObject* current_function(const ConvertTarget& t);
+PyObject* current_function(const ConvertTarget& t, bool unchanged = false);
 void learn_exchange_api(ConvertTarget& entry, nb::handle type_path);
 
 // The spec tuple (see convert._fast_spec) -> a table entry; names with no
@@ -223,15 +223,17 @@ void forget(const ConvertTarget* stale) {
   delete stale;
 }
 
-// Not a str: the general route resolves modules and callables.
-const ConvertTarget& find_target(PyObject* to) {
+// Not a str: the general route resolves modules and callables. `unchanged`
+// tells current_function that lookup_unchanged held just now.
+const ConvertTarget& find_target(PyObject* to, bool& unchanged) {
   const ConvertTarget* found = nullptr;
   for (const ConvertTarget* t : known_targets())
     if (t->name.ptr() == to) found = t;
   if (found == nullptr)
     for (const ConvertTarget* t : known_targets())
       if (PyUnicode_Compare(t->name.ptr(), to) == 0) found = t;
-  if (found != nullptr && (lookup_unchanged(*found) || still_current(*found))) return *found;
+  unchanged = found != nullptr && lookup_unchanged(*found);
+  if (found != nullptr && (unchanged || still_current(*found))) return *found;
   if (found != nullptr) forget(found);
   return *learn_target(to);
 }
@@ -239,8 +241,8 @@ const ConvertTarget& find_target(PyObject* to) {
 // The target's import function as it is now, or NULL when the table entry
 // module was replaced since it was learnt (the general route then
 // reads everything afresh).
-PyObject* current_function(const ConvertTarget& t) {
-  if (lookup_unchanged(t)) return nb::object(t.found_function).release().ptr();
+PyObject* current_function(const ConvertTarget& t, bool unchanged) {
+  if (unchanged || lookup_unchanged(t)) return nb::object(t.found_function).release().ptr();
   t.stamps.clear();
   t.found_function = nb::object();
   // Stamped only if every dict read has a version: convert.TARGETS (which
@@ -395,13 +397,14 @@ PyObject* convert_entry(PyObject*, PyObject* const* args, Py_ssize_t nargsf,
     PyObject* to = args[1];
     if (values[0] != Py_None || values[1] != Py_None) return call_general(x, to, values[0], values[1]);
     if (!PyUnicode_CheckExact(to)) return call_general(x, to, Py_None, Py_None);
-    const ConvertTarget& target = find_target(to);
+    bool unchanged = false;
+    const ConvertTarget& target = find_target(to, unchanged);
     if (target.kind == RouteKind::general) return call_general(x, to, Py_None, Py_None);
     if (target.kind == RouteKind::to_dlbridge) {
       if (std::optional<Tensor> tensor = try_import(x)) return wrap_tensor(std::move(*tensor)).release().ptr();
       return call_general(x, to, Py_None, Py_None);
     }
-    nb::object fn = nb::steal(current_function(target));
+    nb::object fn = nb::steal(current_function(target, unchanged));
     if (!fn.is_valid()) return call_general(x, to, Py_None, Py_None);
     if (route_is_direct(Py_TYPE(x), target)) {
       if (PyObject* out = call_one(fn.ptr(), x)) return out;
