@@ -268,8 +268,11 @@ class TensorView {
       if (extent > 1) {
         int64_t reach = 0;
         if (detail::mul_overflows(step, extent - 1, reach)) return false;
-        int64_t& side = reach < 0 ? low : high;
-        if (detail::add_overflows(side, reach, side)) return false;
+        // Two plain branches, not a reference to low or high: a reference
+        // keeps both in memory through the loop.
+        if (reach < 0 ? detail::add_overflows(low, reach, low)
+                      : detail::add_overflows(high, reach, high))
+          return false;
       }
     }
     int64_t nbytes = 0;
