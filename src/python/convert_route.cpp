@@ -337,11 +337,6 @@ bool dtype_fits(const ConvertTarget& t, DType dtype) {
   return false;
 }
 
-PyObject* call_one(PyObject* fn, PyObject* arg) {
-  PyObject* args[] = {arg};
-  return PyObject_Vectorcall(fn, args, 1, nullptr);
-}
-
 // Through a dlbridge.Tensor: NULL with no error set means "the general
 // route decides", given the imported tensor.
 // x as dlbridge imports it, or nothing when it cannot be imported as it is:
@@ -380,7 +375,7 @@ DLBRIDGE_NOINLINE PyObject* through_dlbridge(PyObject* x, const ConvertTarget& t
     PyErr_Clear();
   }
   nb::object out = wrap_tensor(std::move(handed));
-  return call_one(fn, out.ptr());
+  return py::call_one_arg(fn, out.ptr());
 }
 
 PyObject* convert_entry(PyObject*, PyObject* const* args, Py_ssize_t nargsf,
@@ -410,7 +405,7 @@ PyObject* convert_entry(PyObject*, PyObject* const* args, Py_ssize_t nargsf,
     nb::object fn = nb::steal(current_function(target, unchanged));
     if (!fn.is_valid()) return call_general(x, to, Py_None, Py_None);
     if (route_is_direct(Py_TYPE(x), target)) {
-      if (PyObject* out = call_one(fn.ptr(), x)) return out;
+      if (PyObject* out = py::call_one_arg(fn.ptr(), x)) return out;
       // The library refused its own array (a conj bit, a byte order...):
       // the general route gives the coded error or the repair.
       if (!PyErr_ExceptionMatches(PyExc_Exception)) return nullptr;

@@ -47,12 +47,36 @@ inline PyObject* list_item(PyObject* list, Py_ssize_t i) noexcept {
 // UTF-8 of a str, owned by the str; NULL with an exception set on failure.
 inline const char* utf8(PyObject* text) noexcept { return PyUnicode_AsUTF8AndSize(text, nullptr); }
 
-// New reference, or NULL with an exception set.
+// callable(arg): new reference, or NULL with an exception set. A builtin
+// function whose C entry takes its arguments as a vector (numpy.from_dlpack)
+// is entered directly: PyObject_Vectorcall would add the dispatch through its
+// vectorcall slot, a recursion check (the calls it makes check their own) and
+// the check of its result, which is done here too. convert's direct route is
+// this call plus ~25 ns, and entering directly takes a few of them
+// (bench/bench_convert.py).
 inline PyObject* call_one_arg(PyObject* callable, PyObject* arg) noexcept {
 #ifdef Py_LIMITED_API
   return PyObject_CallFunctionObjArgs(callable, arg, nullptr);
 #else
-  return PyObject_CallOneArg(callable, arg);
+  if (!PyCFunction_CheckExact(callable)) return PyObject_CallOneArg(callable, arg);
+  const int convention = PyCFunction_GET_FLAGS(callable) &
+                         (METH_VARARGS | METH_FASTCALL | METH_NOARGS | METH_O | METH_KEYWORDS | METH_METHOD);
+  PyObject* self = PyCFunction_GET_SELF(callable);
+  const auto entry = reinterpret_cast<void (*)()>(PyCFunction_GET_FUNCTION(callable));
+  PyObject* out = nullptr;
+  if (convention == (METH_FASTCALL | METH_KEYWORDS))
+    out = reinterpret_cast<_PyCFunctionFastWithKeywords>(entry)(self, &arg, 1, nullptr);
+  else if (convention == METH_FASTCALL)
+    out = reinterpret_cast<_PyCFunctionFast>(entry)(self, &arg, 1);
+  else if (convention == METH_O)
+    out = reinterpret_cast<PyCFunction>(entry)(self, arg);
+  else
+    return PyObject_CallOneArg(callable, arg);
+  if (out == nullptr && !PyErr_Occurred())
+    PyErr_SetString(PyExc_SystemError, "a builtin function returned NULL without setting an exception");
+  else if (out != nullptr && PyErr_Occurred())
+    Py_CLEAR(out);  // a result beside a raised exception is not one; the exception stands
+  return out;
 #endif
 }
 

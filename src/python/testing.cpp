@@ -132,6 +132,21 @@ nb::object builder_table_for(const std::string& mode) {
   throw nb::value_error("unknown builder mode");
 }
 
+// Builtin functions that break the calling contract, for the callers that
+// enter builtins directly (py::call_one_arg): NULL with no exception, and a
+// result with an exception set.
+PyObject* null_without_error(PyObject*, PyObject*) { return nullptr; }
+
+PyObject* result_beside_error(PyObject*, PyObject* arg) {
+  PyErr_SetString(PyExc_ValueError, "raised beside a result");
+  return Py_NewRef(arg);
+}
+
+PyMethodDef misbehaving_defs[] = {
+    {"null_without_error", null_without_error, METH_O, "Returns NULL and sets no exception."},
+    {"result_beside_error", result_beside_error, METH_O, "Returns its argument with ValueError set."},
+};
+
 }  // namespace
 
 void bind_testing(nb::module_& m) {
@@ -151,6 +166,11 @@ void bind_testing(nb::module_& m) {
         "wraps the tensor in a dlbridge.Tensor (mode 'wrap') or fails: "
         "'fail_after_deleting', 'fail_keeping', 'fail_silently'.");
   t.def("builder_calls", []() { return builder_calls.load(); });
+  for (PyMethodDef& def : misbehaving_defs) {
+    nb::object fn = nb::steal(PyCFunction_NewEx(&def, nullptr, nullptr));
+    if (!fn.is_valid()) throw nb::python_error();
+    t.attr(def.ml_name) = fn;
+  }
 }
 
 }  // namespace dlbridge::python
