@@ -103,7 +103,7 @@ TARGETS = [
 ]
 
 CHILD = """
-import os, sys
+import os, re, sys
 import numpy, dlbridge
 a = numpy.arange(64, dtype=numpy.float32).reshape(8, 8)
 t = dlbridge.from_dlpack(a)
@@ -117,7 +117,8 @@ if any("tt" in s for s in statements):
     import torch
     tt = torch.arange(64, dtype=torch.float32).reshape(8, 8)
     ttd = dlbridge.from_dlpack(tt)
-if any("jnp" in s for s in statements):
+# A JAX array or module named anywhere (--only may keep convert(ja, ...) without jnp.from_dlpack).
+if any(re.search(r"\\bja\\b|jnp", s) for s in statements):
     import jax.numpy as jnp
     ja = jnp.arange(64, dtype=jnp.float32).reshape(8, 8)
 loops = []
@@ -216,7 +217,10 @@ def run(quick: bool, caster_modules: Path | None = DEFAULT_CASTER_MODULES, only:
                *cases.values()]
         # PYTHONMALLOC=malloc would change what is counted; the default
         # allocator is what users run, and callgrind handles it fine.
-        env = dict(os.environ, PYTHONHASHSEED="0")
+        # One OpenBLAS thread: its idle workers spin, and callgrind counts
+        # their spinning into whichever case is running (counts drifted by
+        # hundreds of instructions per call from run to run).
+        env = dict(os.environ, PYTHONHASHSEED="0", OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
         if casters:
             env["DLBRIDGE_CASTER_MODULES"] = str(caster_modules)
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env)

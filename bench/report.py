@@ -40,8 +40,24 @@ def table(header: list[str], rows: list[list]) -> list[str]:
     return out + [""]
 
 
-def verdict(ok: bool | None) -> str:
+# A timing whose per-round spread (p10-p90) is this many times wider than
+# the target cannot tell met from missed: JAX's from_dlpack takes 40-60 µs
+# and varies by +-10 µs per batch on a shared 2-CPU machine, against a
+# +300 ns target. Its callgrind row decides instead.
+NOISE_FACTOR = 4
+
+
+def verdict(ok: bool | None | str) -> str:
+    if isinstance(ok, str):
+        return ok
     return "not measured" if ok is None else ("**met**" if ok else "**missed**")
+
+
+def diff_verdict(row: dict, target_ns: float) -> bool | str:
+    wide = row["diff_p90"] - row["diff_p10"] > NOISE_FACTOR * target_ns
+    if wide and row["diff_p10"] <= target_ns < row["diff_p90"]:
+        return "inconclusive (spread > 4× the target; see callgrind)"
+    return row["diff_ns"] <= target_ns
 
 
 # ---------------------------------------------------------------- targets
@@ -107,7 +123,7 @@ def targets(ex, api, cpp, py, conv=None, cg=None) -> list[dict]:
                          else f"{what} vs {r['target']} direct call")
                 add(label, f"≤ +{r['target_extra_ns']:.0f} ns",
                     f"+{r['diff_ns']:.0f} ns ({r['diff_p10']:.0f}–{r['diff_p90']:.0f})",
-                    r["diff_ns"] <= r["target_extra_ns"], f"{r['convert_ns']:.0f} vs {r['direct_ns']:.0f} ns")
+                    diff_verdict(r, r["target_extra_ns"]), f"{r['convert_ns']:.0f} vs {r['direct_ns']:.0f} ns")
     if cg and cg.get("targets"):
         for t in cg["targets"]:
             if t["goal"] is None:  # a baseline shown beside the targets, with no goal of its own
@@ -162,7 +178,9 @@ def markdown(results: Path) -> str:
     lines += ["## Targets (issues 5 and 11)", "",
               "Ratios are medians over rounds of the per-round ratio, with the 10th–90th percentile "
               "spread in brackets; callgrind rows count instructions (stable under load; "
-              "+n Ir goals take ~4 instructions per ns).", ""]
+              "+n Ir goals take ~4 instructions per ns). A time difference whose spread is over "
+              f"{NOISE_FACTOR}× its target and straddles it is *inconclusive*: that call's own time varies "
+              "more than the target, and its callgrind row decides.", ""]
     rows = [[t["target"], t["goal"], t["measured"], verdict(t["ok"]), t["detail"]]
             for t in targets(ex, api, cpp, py, conv, cg)]
     lines += table(["target", "goal", "measured", "verdict", "detail"], rows) if rows else ["not run", ""]
@@ -349,6 +367,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.md.parent.mkdir(parents=True, exist_ok=True)
     args.md.write_text(markdown(args.results))
+    # Section 8 has its own writer; rendered here from its JSON too, so that
+    # rewriting the page from the results never drops it.
+    libraries = load(args.results, "libraries.json")
+    if libraries is not None:
+        import bench_libraries
+        bench_libraries.splice(args.md, bench_libraries.markdown(libraries["libraries"]))
     print(f"wrote {args.md}")
     if plot(args.results, args.png):
         print(f"wrote {args.png}")
