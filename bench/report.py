@@ -104,6 +104,12 @@ def targets(ex, api, cpp, py, conv=None, cg=None) -> list[dict]:
                 f"worst {worst['ratio']:.2f}× ({size_label(worst['bytes'])}, {worst['threads']} thr)",
                 worst["ratio"] >= 0.9,
                 f"median over sizes {sorted(r['ratio'] for r in contiguous)[len(contiguous) // 2]:.2f}×")
+        small = [r for r in cpp["results"] if r["kind"] == "contiguous" and 4096 <= r["bytes"] <= 16384]
+        if small:
+            worst = min(small, key=lambda r: r["ratio"])
+            add("contiguous copy 4–16 KiB vs memcpy (C++)", "≥ 0.80×",
+                f"worst {worst['ratio']:.2f}× ({size_label(worst['bytes'])}, {worst['threads']} thr)",
+                worst["ratio"] >= 0.8)
         for r in cpp["results"]:
             if r["kind"] == "transpose" and r["name"] == "4096x4096 32-bit":
                 add(f"4096² float32 transpose vs memcpy (C++, {r['threads']} thr)", "≥ 0.50×",
