@@ -309,6 +309,42 @@ TEST(CopyInto, ReversedVectors) {
   }
 }
 
+// The vector row kernels (a reversed source, an every-other-element source,
+// into a compact row) in each width they take, at every length around their
+// vector and tail boundaries, in buffers that end at the last element read
+// (AddressSanitizer sees a load past it), and inside a 2-D slice.
+TEST(CopyInto, ReversedAndEveryOtherRowsOfEveryLength) {
+  std::mt19937 rng(29);
+  for (size_t t : {size_t(0), size_t(2), size_t(3), size_t(4)})  // 1, 2, 4, 8 bytes
+    for (int64_t step : {int64_t(-1), int64_t(2)})
+      for (int64_t n = 0; n <= 40; ++n) {
+        const DTypeCase& type = byte_dtypes[t];
+        Strided src, dst;
+        src.shape = dst.shape = {n};
+        src.strides = {step};
+        dst.strides = {1};
+        place(src, type, 0);
+        place(dst, type, 0);
+        fill_random(src.bytes, rng);
+        const auto expected = reference(src, dst, type);
+        dlbridge::copy_into(view_of(src, type), view_of(dst, type));
+        ASSERT_EQ(dst.bytes, expected) << type.name << " step " << step << " n " << n;
+      }
+  for (size_t t : {size_t(0), size_t(2), size_t(3), size_t(4)}) {
+    const DTypeCase& type = byte_dtypes[t];
+    Strided src, dst;
+    src.shape = dst.shape = {9, 37};
+    src.strides = {-2 * 37 - 3, 2};  // a[::-1, ::2] of a 9 x 77 array
+    dst.strides = {37, 1};
+    place(src, type, 0);
+    place(dst, type, 0);
+    fill_random(src.bytes, rng);
+    const auto expected = reference(src, dst, type);
+    dlbridge::copy_into(view_of(src, type), view_of(dst, type));
+    ASSERT_EQ(dst.bytes, expected) << type.name;
+  }
+}
+
 TEST(CopyInto, ZeroDimCopiesOneElement) {
   for (const auto& type : byte_dtypes) {
     std::vector<unsigned char> a(type.dtype.element_bytes(), 0xAB);
