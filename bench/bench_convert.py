@@ -1,6 +1,6 @@
 """dlbridge.convert against the direct call it stands in for (issue 11).
 
-    python bench/bench_convert.py [--quick] [--out bench/results/convert.json]
+    python bench/bench_convert.py [--quick] [--processes N] [--out bench/results/convert.json]
 
 same library:  convert(x, lib) vs lib.from_dlpack(x), x one of lib's arrays:
                target ratio <= 1.15.
@@ -13,7 +13,8 @@ repair:        convert(x[:, ::-1], "torch") (torch.from_dlpack aborts the
 
 Each pair runs in the same process in alternating batches; the ratio and
 the difference are medians over rounds of the per-round values, with their
-10th-90th percentile spread.
+10th-90th percentile spread. A full run pools the rounds of --processes
+fresh processes (benchlib.PROCESSES).
 """
 from __future__ import annotations
 
@@ -108,7 +109,12 @@ def run(quick: bool) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     args = benchlib.main_args(argv, "convert.json")
-    benchlib.write_json(args.out, run(args.quick))
+    if args.child_out is not None:
+        benchlib.write_json(args.child_out, run(args.quick))
+        return 0
+    payload = benchlib.run_pooled(Path(__file__), args, run, {
+        "results": lambda r: (r["kind"], r["producer"], r["target"])})
+    benchlib.write_json(args.out, payload)
     print(f"wrote {args.out}")
     return 0
 

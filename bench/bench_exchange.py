@@ -1,6 +1,6 @@
 """Import and export speed: dlbridge against each library's own from_dlpack.
 
-    python bench/bench_exchange.py [--quick] [--out bench/results/exchange.json]
+    python bench/bench_exchange.py [--quick] [--processes N] [--out bench/results/exchange.json]
 
 import: for the same small array x from NumPy, PyTorch and JAX,
         dlbridge.from_dlpack(x) against numpy.from_dlpack(x),
@@ -12,6 +12,7 @@ A time is the whole call as a user sees it, result freed (deleter included).
 Ratios are dlbridge's time over the competitor's: below 1.0 dlbridge is
 faster. "net" figures subtract the cost of the timing loop itself (a call of
 a builtin that does nothing), which otherwise pulls every ratio towards 1.
+A full run pools the rounds of --processes fresh processes (benchlib.PROCESSES).
 """
 from __future__ import annotations
 
@@ -94,6 +95,7 @@ def run(quick: bool) -> dict:
                 pair = benchlib.paired(times, "dlbridge", consumer)
                 row.update(competitor_ns=theirs["ns"], ratio=pair["ratio"],
                            ratio_p10=pair["ratio_p10"], ratio_p90=pair["ratio_p90"],
+                           ratios=pair["ratios"], diffs=pair["diffs"],
                            ratio_net=(mine["ns"] - loop) / max(theirs["ns"] - loop, 1e-9),
                            batches=theirs["batches"])
             results["import"].append(row)
@@ -119,6 +121,7 @@ def run(quick: bool) -> dict:
             pair = benchlib.paired(times, "dlbridge", "own")
             row.update(dlbridge_ns=times["dlbridge"]["ns"], own_ns=times["own"]["ns"],
                        ratio=pair["ratio"], ratio_p10=pair["ratio_p10"], ratio_p90=pair["ratio_p90"],
+                       ratios=pair["ratios"], diffs=pair["diffs"],
                        ratio_net=(times["dlbridge"]["ns"] - loop) / max(times["own"]["ns"] - loop, 1e-9),
                        batches=times["own"]["batches"])
         results["export"].append(row)
@@ -141,7 +144,12 @@ def run(quick: bool) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     args = benchlib.main_args(argv, "exchange.json")
-    benchlib.write_json(args.out, run(args.quick))
+    if args.child_out is not None:
+        benchlib.write_json(args.child_out, run(args.quick))
+        return 0
+    payload = benchlib.run_pooled(Path(__file__), args, run, {
+        "import": lambda r: (r["producer"], r["consumer"]), "export": lambda r: r["library"]})
+    benchlib.write_json(args.out, payload)
     print(f"wrote {args.out}")
     return 0
 

@@ -62,6 +62,12 @@ def diff_verdict(row: dict, target_ns: float) -> bool | str:
 
 # ---------------------------------------------------------------- targets
 
+def per_process(row: dict) -> str:
+    """Each fresh process's own median ratio, where rounds were pooled."""
+    ratios = row.get("process_ratios")
+    return f"; per process {min(ratios):.2f}–{max(ratios):.2f}" if ratios else ""
+
+
 def spread(row: dict) -> str:
     return f" ({row['ratio_p10']:.2f}–{row['ratio_p90']:.2f})" if "ratio_p10" in row else ""
 
@@ -80,7 +86,7 @@ def targets(ex, api, cpp, py, conv=None, cg=None) -> list[dict]:
                 add(f"import {row['producer']} array: dlbridge vs {row['competitor']}", f"≤ {row['target']:.2f}×",
                     f"{ratio:.2f}×{spread(row)}" if ratio else row.get("error", "failed"),
                     ratio is not None and ratio <= row["target"],
-                    f"{row['dlbridge_ns']:.0f} vs {row['competitor_ns']:.0f} ns" if ratio else "")
+                    f"{row['dlbridge_ns']:.0f} vs {row['competitor_ns']:.0f} ns{per_process(row)}" if ratio else "")
         for row in ex["export"]:
             ratio = row.get("ratio")
             if row.get("target") is None:
@@ -88,7 +94,7 @@ def targets(ex, api, cpp, py, conv=None, cg=None) -> list[dict]:
             add(f"export: {row['call']}(dlbridge) vs {row['call']}(own)", f"≤ {row['target']:.2f}×",
                 f"{ratio:.2f}×{spread(row)}" if ratio else row.get("error", "failed"),
                 ratio is not None and ratio <= row["target"],
-                f"{row['dlbridge_ns']:.0f} vs {row['own_ns']:.0f} ns" if ratio else "")
+                f"{row['dlbridge_ns']:.0f} vs {row['own_ns']:.0f} ns{per_process(row)}" if ratio else "")
     if api:
         for row in api["results"]:
             if row.get("target_ns"):
@@ -123,7 +129,7 @@ def targets(ex, api, cpp, py, conv=None, cg=None) -> list[dict]:
             if "target_ratio" in r:
                 add(f"{what} vs {r['target']} direct call", f"≤ {r['target_ratio']:.2f}×",
                     f"{r['ratio']:.2f}×{spread(r)}", r["ratio"] <= r["target_ratio"],
-                    f"{r['convert_ns']:.0f} vs {r['direct_ns']:.0f} ns")
+                    f"{r['convert_ns']:.0f} vs {r['direct_ns']:.0f} ns{per_process(r)}")
             else:
                 label = (f"{what} of negative strides vs copy + direct" if r["kind"].startswith("repair")
                          else f"{what} vs {r['target']} direct call")
@@ -184,7 +190,9 @@ def markdown(results: Path) -> str:
     lines += ["## Targets (issues 5 and 11)", "",
               "Ratios are medians over rounds of the per-round ratio, with the 10th–90th percentile "
               "spread in brackets; callgrind rows count instructions (stable under load; "
-              "+n Ir goals take ~4 instructions per ns). A time difference whose spread is over "
+              "+n Ir goals take ~4 instructions per ns). Import, export and convert pool the rounds of "
+              "several fresh processes (one process's median can stand apart from the next one's by "
+              "more than its own spread); 'per process' gives the range of their medians. A time difference whose spread is over "
               f"{NOISE_FACTOR}× its target and straddles it is *inconclusive*: that call's own time varies "
               "more than the target, and its callgrind row decides.", ""]
     rows = [[t["target"], t["goal"], t["measured"], verdict(t["ok"]), t["detail"]]

@@ -143,3 +143,40 @@ def test_distributed_quick_and_its_report_section(results: Path) -> None:
     import report_distributed
     section = "\n".join(report_distributed.section(results))
     assert "| pickle-5 dumps+loads (out-of-band) |" in section
+
+
+def test_exchange_pools_fresh_processes(results: Path) -> None:
+    out = results / "exchange_pooled.json"
+    subprocess.run([sys.executable, str(BENCH / "bench_exchange.py"), "--quick", "--processes", "2",
+                    "--out", str(out)], check=True, capture_output=True, text=True, timeout=300)
+    data = json.loads(out.read_text())
+    assert data["settings"]["processes"] == 2
+    mine = {(r["producer"], r["consumer"]): r for r in data["import"]}[("numpy", "numpy")]
+    assert len(mine["process_ratios"]) == 2 and mine["rounds"] == len(mine["ratios"]) == 6
+    assert mine["ratio_p10"] <= mine["ratio"] <= mine["ratio_p90"]
+
+
+def load_benchlib():
+    spec = importlib.util.spec_from_file_location("benchlib", BENCH / "benchlib.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_pool_rows_recomputes_from_every_round() -> None:
+    benchlib = load_benchlib()
+
+    def row(name, ratios, ns):
+        return {"name": name, "ratios": ratios, "diffs": [r * 10 for r in ratios], "ratio": sorted(ratios)[1],
+                "dlbridge_ns": ns, "target_extra_ns": 300.0}
+
+    first = [row("a", [1.0, 1.1, 1.2], 100.0), {"name": "b", "error": "refused"}]
+    second = [row("a", [0.7, 0.8, 0.9], 300.0), {"name": "b", "error": "refused"}]
+    a, b = benchlib.pool_rows([first, second], key=lambda r: r["name"])
+    assert a["ratio"] == pytest.approx(0.95) and a["rounds"] == 6
+    assert (a["ratio_p10"], a["ratio_p90"]) == (0.7, 1.2)
+    assert a["process_ratios"] == [1.1, 0.8]
+    assert a["dlbridge_ns"] == 200.0 and a["target_extra_ns"] == 300.0  # a goal is not a time
+    assert b == {"name": "b", "error": "refused"}
+    with pytest.raises(ValueError, match="different rows"):
+        benchlib.pool_rows([first, list(reversed(second))], key=lambda r: r["name"])
