@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "abi.hpp"
+#include "detail/platform.hpp"
 #include "managed_tensor.hpp"
 #include "tensor_view.hpp"
 
@@ -40,11 +41,11 @@ struct ExportContext {
   SmallDims strides;
   std::shared_ptr<void> owner;
 
-  static void destroy(Managed* self) noexcept {
+  DLBRIDGE_HOT static void destroy(Managed* self) noexcept {
     delete static_cast<ExportContext*>(self->manager_ctx);
   }
 
-  static Managed* make(const TensorView& view, std::shared_ptr<void> owner, ExportDims dims) {
+  DLBRIDGE_HOT static Managed* make(const TensorView& view, std::shared_ptr<void> owner, ExportDims dims) {
     // Held by unique_ptr until complete: the dims may allocate and throw.
     // Default-initialised, not value-initialised (make_unique): that would
     // zero all ~200 bytes first, a `rep stos` that cost about a tenth of an
@@ -72,7 +73,7 @@ struct ExportContext {
 
 // A new versioned struct (version (1, 3)) over view's memory; owner is kept
 // alive until the deleter runs. The caller owns the result.
-inline abi::DLManagedTensorVersioned* make_versioned(const TensorView& view,
+DLBRIDGE_HOT inline abi::DLManagedTensorVersioned* make_versioned(const TensorView& view,
                                                      std::shared_ptr<void> owner,
                                                      uint64_t flags,
                                                      ExportDims dims = ExportDims::copy) {

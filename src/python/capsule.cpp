@@ -33,7 +33,7 @@ void run_deleter_if_unconsumed(PyObject* capsule, const char* name) {
   PyErr_Restore(type, value, traceback);
 }
 
-void versioned_capsule_destructor(PyObject* capsule) {
+DLBRIDGE_HOT void versioned_capsule_destructor(PyObject* capsule) {
   run_deleter_if_unconsumed<abi::DLManagedTensorVersioned>(capsule, versioned_name);
 }
 
@@ -157,11 +157,11 @@ uint64_t export_flags(const Tensor& t, uint64_t extra_flags) {
 
 }  // namespace
 
-abi::DLManagedTensorVersioned* export_versioned(const Tensor& t, uint64_t extra_flags) {
+DLBRIDGE_HOT abi::DLManagedTensorVersioned* export_versioned(const Tensor& t, uint64_t extra_flags) {
   return make_versioned(t.view(), export_owner(t), export_flags(t, extra_flags), t.export_dims());
 }
 
-nb::object make_capsule(const Tensor& tensor, ExportFormat format, uint64_t extra_flags) {
+DLBRIDGE_HOT nb::object make_capsule(const Tensor& tensor, ExportFormat format, uint64_t extra_flags) {
   PyObject* capsule = nullptr;
   if (format == ExportFormat::versioned) {
     capsule = new_capsule(export_versioned(tensor, extra_flags), versioned_name,

@@ -209,7 +209,7 @@ bool plain_host_export(const Tensor& t, PyObject* const values[4]) {
 // __dlpack__ as a plain METH_FASTCALL method: consumers call it on every
 // exchange, and nanobind's general keyword matching cost about as much as
 // the export itself. Keywords are matched by interned pointer first.
-PyObject* tensor_dlpack(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
+DLBRIDGE_HOT PyObject* tensor_dlpack(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
                         PyObject* kwnames) noexcept {
   return python_boundary<PyObject*>(nullptr, [&]() -> PyObject* {
     static PyObject* const names[] = {

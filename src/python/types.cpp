@@ -81,7 +81,7 @@ std::string normalise_dtype_name(std::string name) {
 
 }  // namespace
 
-IntRead read_int64(PyObject* value, int64_t& out) noexcept {
+DLBRIDGE_HOT IntRead read_int64(PyObject* value, int64_t& out) noexcept {
   if (!PyLong_Check(value) || PyBool_Check(value)) return IntRead::not_an_int;
   int overflow = 0;
   const long long v = PyLong_AsLongLongAndOverflow(value, &overflow);

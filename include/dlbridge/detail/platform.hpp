@@ -21,6 +21,11 @@
 // failure path, which is also marked cold).
 #define DLBRIDGE_NOINLINE __attribute__((noinline))
 #define DLBRIDGE_COLD_PATH __attribute__((noinline, cold))
+// Groups a function with the other hot ones (.text.hot), away from code
+// that changes for other reasons: an export's five functions sat among the
+// copy kernels, and new kernel code placed before them slowed
+// numpy.from_dlpack(tensor) by ~4% with not one instruction of its own changed.
+#define DLBRIDGE_HOT __attribute__((hot))
 
 #if defined(__linux__)
 #include <sys/mman.h>
