@@ -185,12 +185,18 @@ def run_pooled(script: Path, args, run, sections: dict) -> dict:
     each list of rows in the payload to the key that names a row."""
     processes = args.processes or (1 if args.quick else PROCESSES)
     if processes <= 1:
-        return run(args.quick)
-    parts = in_processes(script, ["--quick"] if args.quick else [], processes)
-    payload = parts[0]
-    for section, key in sections.items():
-        payload[section] = pool_rows([p[section] for p in parts], key)
+        payload = run(args.quick)
+    else:
+        parts = in_processes(script, ["--quick"] if args.quick else [], processes)
+        payload = parts[0]
+        for section, key in sections.items():
+            payload[section] = pool_rows([p[section] for p in parts], key)
     payload["settings"]["processes"] = processes
+    # The per-round values served the pooling; the file keeps what they gave.
+    for section in sections:
+        for row in payload[section]:
+            row.pop("ratios", None)
+            row.pop("diffs", None)
     return payload
 
 
