@@ -181,6 +181,19 @@ std::vector<unsigned char> reference(const Strided& src, const Strided& dst,
 
 const CopyOptions forced_threads{3, 1, 1};
 
+// src (random bytes) and dst in buffers that reach `pad` elements past each
+// view, src copied into dst and the whole dst buffer compared with the
+// reference. Callers wrap it in ASSERT_NO_FATAL_FAILURE.
+void copy_and_compare(Strided& src, Strided& dst, const DTypeCase& type, std::mt19937& rng,
+                      const std::string& what, int64_t src_pad = 0, int64_t dst_pad = 0) {
+  place(src, type, src_pad);
+  place(dst, type, dst_pad);
+  fill_random(src.bytes, rng);
+  const auto expected = reference(src, dst, type);
+  dlbridge::copy_into(view_of(src, type), view_of(dst, type));
+  ASSERT_EQ(dst.bytes, expected) << type.name << " " << what;
+}
+
 // src and dst of one shape in independent random layouts; the whole dst
 // buffer is compared, so bytes outside the view must be left alone too.
 void check_random_case(const DTypeCase& type, uint32_t seed, bool broadcast) {
@@ -236,12 +249,8 @@ TEST(CopyInto, TransposesOfEveryShapeClass) {
         src.shape = dst.shape = {rows, cols};
         src.strides = {cols, 1};
         dst.strides = {1, rows};
-        place(src, type, 0);
-        place(dst, type, 0);
-        fill_random(src.bytes, rng);
-        const auto expected = reference(src, dst, type);
-        dlbridge::copy_into(view_of(src, type), view_of(dst, type));
-        ASSERT_EQ(dst.bytes, expected) << type.name << " " << rows << "x" << cols;
+        ASSERT_NO_FATAL_FAILURE(copy_and_compare(
+            src, dst, type, rng, std::to_string(rows) + "x" + std::to_string(cols)));
       }
 }
 
@@ -267,12 +276,8 @@ TEST(CopyInto, LargeTransposesUseTheStreamingKernels) {
     src.shape = dst.shape = {c.rows, c.cols};
     src.strides = {1, c.rows};  // column-major source
     dst.strides = {c.cols, 1};
-    place(src, type, 0);
-    place(dst, type, c.pad);
-    fill_random(src.bytes, rng);
-    const auto expected = reference(src, dst, type);
-    dlbridge::copy_into(view_of(src, type), view_of(dst, type));
-    ASSERT_EQ(dst.bytes, expected) << type.name << " " << c.rows << "x" << c.cols;
+    ASSERT_NO_FATAL_FAILURE(copy_and_compare(
+        src, dst, type, rng, std::to_string(c.rows) + "x" + std::to_string(c.cols), 0, c.pad));
   }
 }
 
@@ -284,12 +289,7 @@ TEST(CopyInto, BatchedTransposeWithNegativeOuterStride) {
   src.shape = dst.shape = {3, 2, 67, 70};
   src.strides = {-2 * 67 * 70, 67 * 70, 70, 1};
   dst.strides = {2 * 67 * 70, 67 * 70, 1, 67};
-  place(src, type, 1);
-  place(dst, type, 1);
-  fill_random(src.bytes, rng);
-  const auto expected = reference(src, dst, type);
-  dlbridge::copy_into(view_of(src, type), view_of(dst, type));
-  EXPECT_EQ(dst.bytes, expected);
+  copy_and_compare(src, dst, type, rng, "3x2x67x70", 1, 1);
 }
 
 // Reversing a vector in every width: negative strides on one side only.
@@ -300,12 +300,7 @@ TEST(CopyInto, ReversedVectors) {
     src.shape = dst.shape = {1001};
     src.strides = {-1};
     dst.strides = {1};
-    place(src, type, 0);
-    place(dst, type, 0);
-    fill_random(src.bytes, rng);
-    const auto expected = reference(src, dst, type);
-    dlbridge::copy_into(view_of(src, type), view_of(dst, type));
-    ASSERT_EQ(dst.bytes, expected) << type.name;
+    ASSERT_NO_FATAL_FAILURE(copy_and_compare(src, dst, type, rng, "1001 reversed"));
   }
 }
 
@@ -323,12 +318,8 @@ TEST(CopyInto, ReversedAndEveryOtherRowsOfEveryLength) {
         src.shape = dst.shape = {n};
         src.strides = {step};
         dst.strides = {1};
-        place(src, type, 0);
-        place(dst, type, 0);
-        fill_random(src.bytes, rng);
-        const auto expected = reference(src, dst, type);
-        dlbridge::copy_into(view_of(src, type), view_of(dst, type));
-        ASSERT_EQ(dst.bytes, expected) << type.name << " step " << step << " n " << n;
+        ASSERT_NO_FATAL_FAILURE(copy_and_compare(
+            src, dst, type, rng, "step " + std::to_string(step) + " n " + std::to_string(n)));
       }
   for (size_t t : {size_t(0), size_t(2), size_t(3), size_t(4)}) {
     const DTypeCase& type = byte_dtypes[t];
@@ -336,12 +327,7 @@ TEST(CopyInto, ReversedAndEveryOtherRowsOfEveryLength) {
     src.shape = dst.shape = {9, 37};
     src.strides = {-2 * 37 - 3, 2};  // a[::-1, ::2] of a 9 x 77 array
     dst.strides = {37, 1};
-    place(src, type, 0);
-    place(dst, type, 0);
-    fill_random(src.bytes, rng);
-    const auto expected = reference(src, dst, type);
-    dlbridge::copy_into(view_of(src, type), view_of(dst, type));
-    ASSERT_EQ(dst.bytes, expected) << type.name;
+    ASSERT_NO_FATAL_FAILURE(copy_and_compare(src, dst, type, rng, "a[::-1, ::2]"));
   }
 }
 
