@@ -94,10 +94,10 @@ void register_error_classes(nb::dict classes, nb::handle base) {
     throw nb::value_error("error classes for codes the table does not have.");
   for (size_t k = 0; k < error_code_count; ++k) {
     Py_XINCREF(found[k]);
-    py::replace_reference(registered_classes[k], found[k]);
+    py::replace(registered_classes[k], found[k]);
   }
   Py_INCREF(base.ptr());
-  py::replace_reference(dlpack_error_base, base.ptr());
+  py::replace(dlpack_error_base, base.ptr());
 }
 
 constexpr const char* cast_error_message =

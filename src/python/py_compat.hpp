@@ -130,7 +130,8 @@ inline std::string type_name(PyTypeObject* type) {
 #endif
 }
 
-// Replaces *slot with value (a new reference), releasing the old one after.
+// Py_XSETREF, which the limited API lacks: stores value (a new reference) in
+// slot, then releases the one slot held.
 inline void replace(PyObject*& slot, PyObject* value) noexcept {
   PyObject* old = slot;
   slot = value;
@@ -163,14 +164,6 @@ inline PyObject* pickle_buffer(PyObject* exporter) noexcept {
 #else
   return PyPickleBuffer_FromObject(exporter);
 #endif
-}
-
-// Py_XSETREF, which the limited API lacks: store a new (owned) reference in
-// slot, then drop the one it held.
-inline void replace_reference(PyObject*& slot, PyObject* value) noexcept {
-  PyObject* old = slot;
-  slot = value;
-  Py_XDECREF(old);
 }
 
 }  // namespace dlbridge::python::py
