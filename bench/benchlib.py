@@ -157,7 +157,8 @@ def pool_rows(runs: list[list[dict]], key) -> list[dict]:
     """Rows of several processes' runs merged by key(row): per-round ratios
     and differences pooled (their median and spread recomputed), times the
     median of the processes' medians, and each process's median ratio kept
-    as process_ratios. A row that any process could not time keeps its error."""
+    as process_ratios; the per-round lists themselves are not kept. A row
+    that any process could not time keeps its error."""
     merged = []
     for rows in zip(*runs):
         first = dict(rows[0])
@@ -174,7 +175,7 @@ def pool_rows(runs: list[list[dict]], key) -> list[dict]:
             if timed or field == "ratio_net":
                 first[field] = statistics.median(r[field] for r in rows)
         first["process_ratios"] = [round(r["ratio"], 3) for r in rows]
-        first["ratios"], first["diffs"] = ratios, diffs
+        del first["ratios"], first["diffs"]  # what they gave is above
         merged.append(first)
     return merged
 
@@ -192,11 +193,11 @@ def run_pooled(script: Path, args, run, sections: dict) -> dict:
         for section, key in sections.items():
             payload[section] = pool_rows([p[section] for p in parts], key)
     payload["settings"]["processes"] = processes
-    # The per-round values served the pooling; the file keeps what they gave.
-    for section in sections:
-        for row in payload[section]:
-            row.pop("ratios", None)
-            row.pop("diffs", None)
+    if processes <= 1:  # pooled rows have already given up their per-round values
+        for section in sections:
+            for row in payload[section]:
+                row.pop("ratios", None)
+                row.pop("diffs", None)
     return payload
 
 

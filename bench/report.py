@@ -56,7 +56,7 @@ def verdict(ok: bool | None | str) -> str:
 def diff_verdict(row: dict, target_ns: float) -> bool | str:
     wide = row["diff_p90"] - row["diff_p10"] > NOISE_FACTOR * target_ns
     if wide and row["diff_p10"] <= target_ns < row["diff_p90"]:
-        return "inconclusive (spread > 4× the target; see callgrind)"
+        return f"inconclusive (spread > {NOISE_FACTOR}× the target; see callgrind)"
     return row["diff_ns"] <= target_ns
 
 

@@ -45,7 +45,8 @@ struct ExportContext {
     delete static_cast<ExportContext*>(self->manager_ctx);
   }
 
-  DLBRIDGE_HOT static Managed* make(const TensorView& view, std::shared_ptr<void> owner, ExportDims dims) {
+  DLBRIDGE_HOT static Managed* make(const TensorView& view, std::shared_ptr<void> owner,
+                                    ExportDims dims) {
     // Held by unique_ptr until complete: the dims may allocate and throw.
     // Default-initialised, not value-initialised (make_unique): that would
     // zero all ~200 bytes first, a `rep stos` that cost about a tenth of an
@@ -73,10 +74,9 @@ struct ExportContext {
 
 // A new versioned struct (version (1, 3)) over view's memory; owner is kept
 // alive until the deleter runs. The caller owns the result.
-DLBRIDGE_HOT inline abi::DLManagedTensorVersioned* make_versioned(const TensorView& view,
-                                                     std::shared_ptr<void> owner,
-                                                     uint64_t flags,
-                                                     ExportDims dims = ExportDims::copy) {
+DLBRIDGE_HOT inline abi::DLManagedTensorVersioned* make_versioned(
+    const TensorView& view, std::shared_ptr<void> owner, uint64_t flags,
+    ExportDims dims = ExportDims::copy) {
   auto* m = detail::ExportContext<abi::DLManagedTensorVersioned>::make(
       view, std::move(owner), dims);
   m->version = dlpack_version;

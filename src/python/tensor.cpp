@@ -210,7 +210,7 @@ bool plain_host_export(const Tensor& t, PyObject* const values[4]) {
 // exchange, and nanobind's general keyword matching cost about as much as
 // the export itself. Keywords are matched by interned pointer first.
 DLBRIDGE_HOT PyObject* tensor_dlpack(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
-                        PyObject* kwnames) noexcept {
+                                     PyObject* kwnames) noexcept {
   return python_boundary<PyObject*>(nullptr, [&]() -> PyObject* {
     static PyObject* const names[] = {
         PyUnicode_InternFromString("stream"), PyUnicode_InternFromString("max_version"),

@@ -180,3 +180,21 @@ def test_pool_rows_recomputes_from_every_round() -> None:
     assert b == {"name": "b", "error": "refused"}
     with pytest.raises(ValueError, match="different rows"):
         benchlib.pool_rows([first, list(reversed(second))], key=lambda r: r["name"])
+
+
+def test_a_time_difference_noisier_than_its_target_is_inconclusive() -> None:
+    sys.path.insert(0, str(BENCH))
+    try:
+        spec = importlib.util.spec_from_file_location("bench_report", BENCH / "report.py")
+        report = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(report)
+    finally:
+        sys.path.remove(str(BENCH))
+    wide_straddling = {"diff_ns": 100.0, "diff_p10": -2000.0, "diff_p90": 2000.0}
+    wide_below = {"diff_ns": -5000.0, "diff_p10": -9000.0, "diff_p90": 200.0}
+    narrow_above = {"diff_ns": 400.0, "diff_p10": 350.0, "diff_p90": 450.0}
+    assert report.diff_verdict(wide_straddling, 300.0).startswith("inconclusive")
+    assert report.diff_verdict(wide_below, 300.0) is True
+    assert report.diff_verdict(narrow_above, 300.0) is False
+    assert report.per_process({"process_ratios": [0.9, 0.97, 0.93]}) == "; per process 0.90–0.97"
+    assert report.per_process({}) == ""
