@@ -7,6 +7,7 @@
 #include <dlbridge/copy.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <numeric>
@@ -254,31 +255,54 @@ TEST(CopyInto, TransposesOfEveryShapeClass) {
       }
 }
 
-// Transposes of 4 MiB and more take the line-tile kernels with streaming
-// stores; ragged sizes and a destination that starts off a cache line send
-// the edges through the small tiles too.
+// Transposes of 4 MiB and more whose dst rows are whole lines apart go in
+// streamed whole lines: AVX-512 blocks for 4- and 8-byte elements where the
+// CPU has them, SSE line tiles otherwise; both run here when it has them.
+// Ragged sizes and a dst that starts off a line send the edges through the
+// small tiles; rows that are not whole lines apart go in small tiles only.
 TEST(CopyInto, LargeTransposesUseTheStreamingKernels) {
   struct Case {
     size_t type;
     int64_t rows, cols, pad;
   };
   const Case cases[] = {
-      {3, 1030, 1100, 0},  // float32
-      {3, 1024, 1024, 3},  // float32, destination off a line boundary
-      {4, 730, 740, 0},    // float64
-      {2, 1500, 1470, 0},  // int16
-      {0, 2100, 2060, 1},  // uint8
+      {3, 1030, 1024, 0},  // float32: 4096-byte dst rows
+      {3, 1024, 1040, 3},  // float32, dst off a line boundary
+      {3, 1030, 1100, 0},  // float32, dst rows not whole lines apart
+      {4, 730, 744, 1},    // float64
+      {4, 730, 740, 0},    // float64, small tiles
+      {2, 1500, 1472, 0},  // int16
+      {2, 1500, 1470, 0},  // int16, small tiles
+      {0, 2100, 2048, 5},  // uint8
+      {0, 2100, 2060, 1},  // uint8, small tiles
   };
-  std::mt19937 rng(23);
-  for (const Case& c : cases) {
-    const DTypeCase& type = byte_dtypes[c.type];
-    Strided src, dst;
-    src.shape = dst.shape = {c.rows, c.cols};
-    src.strides = {1, c.rows};  // column-major source
-    dst.strides = {c.cols, 1};
-    ASSERT_NO_FATAL_FAILURE(copy_and_compare(
-        src, dst, type, rng, std::to_string(c.rows) + "x" + std::to_string(c.cols), 0, c.pad));
+  std::vector<bool> avx512_settings = {false};
+#if defined(DLBRIDGE_AVX512_KERNELS)
+  std::atomic<bool>& allowed = dlbridge::detail::avx512_allowed();
+  const bool supported = allowed.load();
+  if (supported) avx512_settings.push_back(true);
+#endif
+  for (const bool avx512 : avx512_settings) {
+#if defined(DLBRIDGE_AVX512_KERNELS)
+    allowed = avx512;
+#endif
+    std::mt19937 rng(23);
+    for (const Case& c : cases) {
+      const DTypeCase& type = byte_dtypes[c.type];
+      Strided src, dst;
+      src.shape = dst.shape = {c.rows, c.cols};
+      src.strides = {1, c.rows};  // column-major source
+      dst.strides = {c.cols, 1};
+      copy_and_compare(src, dst, type, rng,
+                       std::to_string(c.rows) + "x" + std::to_string(c.cols) +
+                           (avx512 ? " avx512" : " sse"),
+                       0, c.pad);
+      if (HasFatalFailure()) break;
+    }
   }
+#if defined(DLBRIDGE_AVX512_KERNELS)
+  allowed = supported;
+#endif
 }
 
 // The inner two dims of a 4-D tensor swapped, with a reversed outer dim.
