@@ -17,6 +17,7 @@
 
 #include "copy_parallel.hpp"
 #include "copy_plan.hpp"
+#include "platform.hpp"
 
 namespace dlbridge::detail {
 
@@ -177,15 +178,11 @@ inline void line_tile_sse(char* dst, const char* src, int64_t dj, int64_t si) no
   }
 }
 
-#if defined(__x86_64__) && !defined(DLBRIDGE_NO_AVX512)
-#define DLBRIDGE_AVX512_KERNELS 1
-#define DLBRIDGE_TARGET_AVX512 __attribute__((target("avx512f")))
-
-// Whether large transposes may use the AVX-512 line blocks: the CPU and OS
-// support them (the compiler's check includes the OS's saving of the
-// registers) and no test has switched them off to cover the SSE path.
+#if defined(DLBRIDGE_AVX512_KERNELS)
+// Whether large transposes may use the AVX-512 line blocks: the CPU runs
+// them and no test has switched them off to cover the SSE path.
 inline std::atomic<bool>& avx512_allowed() noexcept {
-  static std::atomic<bool> allowed{__builtin_cpu_supports("avx512f") != 0};
+  static std::atomic<bool> allowed{platform::cpu_has_avx512f()};
   return allowed;
 }
 

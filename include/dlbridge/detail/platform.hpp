@@ -1,7 +1,7 @@
 // What the core asks of the operating system and the compiler, in one place:
 // loading a shared library (the CUDA runtime), listing a directory (where
-// pip puts that runtime), advising huge pages, and overflow-checked integer
-// arithmetic. dlbridge supports POSIX systems with GCC or Clang (README.md,
+// pip puts that runtime), advising huge pages, overflow-checked integer
+// arithmetic, and whether the CPU runs AVX-512. dlbridge supports POSIX systems with GCC or Clang (README.md,
 // "Supported platforms"); anything else stops here, at compile time, rather
 // than deep inside a header.
 #pragma once
@@ -26,6 +26,14 @@
 // copy kernels, and new kernel code placed before them slowed
 // numpy.from_dlpack(tensor) by ~4% with not one instruction of its own changed.
 #define DLBRIDGE_HOT __attribute__((hot))
+
+// Kernels for a wider vector set than the build's are compiled for it alone
+// and chosen at run time, so that one build runs on every x86-64 CPU.
+// -DDLBRIDGE_NO_AVX512 leaves them out.
+#if defined(__x86_64__) && !defined(DLBRIDGE_NO_AVX512)
+#define DLBRIDGE_AVX512_KERNELS 1
+#define DLBRIDGE_TARGET_AVX512 __attribute__((target("avx512f")))
+#endif
 
 #if defined(__linux__)
 #include <sys/mman.h>
@@ -65,6 +73,11 @@ inline std::vector<std::string> directory_entries(const std::string& dir) {
   ::closedir(d);
   return names;
 }
+
+#if defined(DLBRIDGE_AVX512_KERNELS)
+// The compiler's check includes the OS's: that it saves the registers.
+inline bool cpu_has_avx512f() noexcept { return __builtin_cpu_supports("avx512f") != 0; }
+#endif
 
 // Asks the kernel to back a large buffer with huge pages (a hint; a no-op
 // where there is no such advice).
