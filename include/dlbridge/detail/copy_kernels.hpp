@@ -186,16 +186,17 @@ inline std::atomic<bool>& avx512_allowed() noexcept {
   return allowed;
 }
 
+// GCC 12's own AVX-512 header trips -Wuninitialized (its GCC bug 105593)
+// wherever an intrinsic that leaves lanes undefined is inlined.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
 // An N x N block of E-byte elements, N = 64 / E: N whole src lines in, N
 // whole dst lines out, streamed. A line is read by one load and written by
 // one store, so no line has to stay cached between blocks (their rows, a
 // power of two apart, would share one L1 set) and no L1 buffer is needed.
 // Measured on a 4096x4096 transpose: 4-byte 6.4 -> 10.8 GB/s, 8-byte 6.2 ->
 // 11-13.8 GB/s, against memcpy's 11-12.5 on that run.
-// GCC 12's own AVX-512 header trips -Wuninitialized (its GCC bug 105593)
-// wherever an intrinsic that leaves lanes undefined is inlined.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
 template <int E>
 DLBRIDGE_TARGET_AVX512 inline void line_block_avx512(char* dst, const char* src,
                                                      int64_t dj, int64_t si) noexcept {

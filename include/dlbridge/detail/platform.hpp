@@ -1,9 +1,9 @@
 // What the core asks of the operating system and the compiler, in one place:
 // loading a shared library (the CUDA runtime), listing a directory (where
 // pip puts that runtime), advising huge pages, overflow-checked integer
-// arithmetic, and whether the CPU runs AVX-512. dlbridge supports POSIX systems with GCC or Clang (README.md,
-// "Supported platforms"); anything else stops here, at compile time, rather
-// than deep inside a header.
+// arithmetic, and whether the CPU runs AVX-512. dlbridge supports POSIX
+// systems with GCC or Clang (README.md, "Supported platforms"); anything
+// else stops here, at compile time, rather than deep inside a header.
 #pragma once
 
 #if !defined(__unix__) && !defined(__APPLE__)
