@@ -440,9 +440,7 @@ PyMethodDef convert_def = {
 }  // namespace
 
 void bind_convert(nb::module_& m) {
-  nb::object fn = nb::steal(PyCFunction_NewEx(&convert_def, nullptr, m.attr("__name__").ptr()));
-  if (!fn.is_valid()) throw nb::python_error();
-  m.attr("convert") = fn;
+  add_function(m, &convert_def);
   m.def("_install_convert",
         [](nb::object general, nb::object spec, nb::object targets) {
           if (!PyDict_Check(targets.ptr())) throw nb::type_error("targets must be a dict.");

@@ -164,13 +164,13 @@ PyMethodDef tensor_dlpack_device_def = {
     "__dlpack_device__($self, /)\n--\n\n"
     "(device_type, device_id) of the data, as the DLPack protocol asks."};
 
+}  // namespace
+
 void add_function(nb::module_& m, PyMethodDef* def) {
   nb::object fn = nb::steal(PyCFunction_NewEx(def, nullptr, m.attr("__name__").ptr()));
   if (!fn.is_valid()) throw nb::python_error();
   m.attr(def->ml_name) = fn;
 }
-
-}  // namespace
 
 void bind_fast_calls(nb::module_& m) {
   add_function(m, &from_dlpack_def);

@@ -1,6 +1,7 @@
-// Keyword parsing for the raw METH_FASTCALL entry points (fast_calls.cpp,
-// Tensor.__dlpack__): names are matched by interned pointer first, then by
-// value, so that a caller with its own (non-interned) strings still works.
+// What the raw METH_FASTCALL entry points (fast_calls.cpp, convert_route.cpp,
+// Tensor.__dlpack__) share: keyword parsing, where names are matched by
+// interned pointer first, then by value, so that a caller with its own
+// (non-interned) strings still works; and their installation as builtins.
 #pragma once
 
 #include "bindings.hpp"
@@ -11,6 +12,10 @@ namespace dlbridge::python {
 // names raise TypeError naming `function`.
 void match_keywords(const char* function, PyObject* const* names, int count,
                     PyObject* const* kwvalues, PyObject* kwnames, PyObject** values);
+
+// m.<def->ml_name>: a builtin function made from def (which must outlive it),
+// for entry points written against the C API instead of nanobind.
+void add_function(nb::module_& m, PyMethodDef* def);
 
 // Entry points defined in fast_calls.cpp (from_dlpack, Tensor.__dlpack_device__) and
 // convert_route.cpp (convert).

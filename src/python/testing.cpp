@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "bindings.hpp"
+#include "fast_calls.hpp"
 
 namespace dlbridge::python {
 
@@ -166,11 +167,7 @@ void bind_testing(nb::module_& m) {
         "wraps the tensor in a dlbridge.Tensor (mode 'wrap') or fails: "
         "'fail_after_deleting', 'fail_keeping', 'fail_silently'.");
   t.def("builder_calls", []() { return builder_calls.load(); });
-  for (PyMethodDef& def : misbehaving_defs) {
-    nb::object fn = nb::steal(PyCFunction_NewEx(&def, nullptr, nullptr));
-    if (!fn.is_valid()) throw nb::python_error();
-    t.attr(def.ml_name) = fn;
-  }
+  for (PyMethodDef& def : misbehaving_defs) add_function(t, &def);
 }
 
 }  // namespace dlbridge::python
