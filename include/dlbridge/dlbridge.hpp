@@ -19,3 +19,4 @@
 #include "consumer.hpp"
 #include "transfer.hpp"
 #include "carry_out.hpp"
+#include "convert_plan.hpp"

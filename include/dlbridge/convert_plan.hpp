@@ -1,0 +1,282 @@
+// Planning a conversion: handing a validated tensor to another library (the
+// target) with the least work the target accepts. The one place that decides
+// "hand over as it is, make one copy, or refuse"; dlbridge.convert, its
+// route explanation (dlbridge.plan_convert), the doctor and C++ callers all
+// carry out what plan_convert returns.
+//
+// The copy argument has the array API's meaning:
+//   copy=nullopt  reuse the memory when that is safe and possible, otherwise
+//                 make exactly one copy;
+//   copy=true     always a private, writable copy (exactly one);
+//   copy=false    never a copy: refuse with the coded error that names the
+//                 way out.
+// "Safe" means nothing can be written through the result into memory that
+// must not change: read-only data, or data whose writability is unknown (a
+// legacy capsule), reaches a target that cannot see READ_ONLY only as a
+// private copy.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "device.hpp"
+#include "device_request.hpp"
+#include "dtype.hpp"
+#include "error.hpp"
+#include "layout.hpp"
+#include "tensor_view.hpp"
+
+namespace dlbridge {
+
+// What a target does with DLPack's READ_ONLY flag.
+enum class ReadOnlyRule : uint8_t {
+  honoured,   // reads the flag (a versioned capsule) and refuses writes
+  immutable,  // never writes through what it imports, so no flag is needed
+  ignored,    // may write through the result: read-only data must not reach it
+};
+
+// What the source says about writes through its memory.
+enum class Writability : uint8_t {
+  writable,
+  read_only,  // READ_ONLY is set
+  unknown,    // a legacy capsule delivered it: it says nothing either way
+};
+
+// What one consumer library accepts, as measured against its pinned
+// version (python/dlbridge/libraries/<name>.py states each field for
+// Python's targets). An empty list means "any".
+struct ConvertTarget {
+  std::string name;                      // in messages: "torch"
+  ReadOnlyRule read_only = ReadOnlyRule::ignored;
+  StrideRule strides = StrideRule::any;  // layouts its importer reads correctly
+  std::vector<int32_t> devices;          // DLDeviceType numbers it imports
+  std::vector<DType> dtypes;             // dtypes its importer holds as they are
+  // Single-lane dtypes it holds only through an extension package (NumPy
+  // through ml_dtypes), and whether that package stores sub-byte values and
+  // vector lanes one per byte (then packed data needs an unpacking copy).
+  std::vector<DType> extension_dtypes;
+  std::string extension;                 // the package, for messages
+  bool extension_one_per_byte = false;
+  // Dtypes it holds only in a layout of its own that its hand-over builds
+  // by copying (Arrow's bit-packed booleans).
+  std::vector<DType> copied_dtypes;
+  bool copies_on_import = false;         // every import is a copy (MLX on the CPU)
+  uint32_t alignment = 1;                // below this address alignment it copies on import
+  bool zero_dim = true;                  // holds 0-d arrays
+  int64_t max_extent = std::numeric_limits<int64_t>::max();  // the largest dimension it holds
+};
+
+enum class ConvertAction : uint8_t {
+  hand_over,            // the target's importer gets the tensor (or dlbridge's copy of it)
+  hand_over_extension,  // the target gets it through the extension's dtype
+};
+
+enum class CopyBy : uint8_t {
+  none,      // zero-copy: the target aliases the source's memory
+  dlbridge,  // dlbridge makes the one copy, then hands it over
+  target,    // the target's own import makes the one copy
+};
+
+// Why a copy is made; several may hold at once.
+enum CopyReason : uint32_t {
+  copy_requested = 1u << 0,        // copy=true
+  copy_for_read_only = 1u << 1,    // read-only or unknown writability, target cannot see READ_ONLY
+  copy_for_layout = 1u << 2,       // strides outside the target's rule
+  copy_for_unpacking = 1u << 3,    // sub-byte values or lanes stored one per byte
+  copy_by_target_import = 1u << 4, // the target copies every import, or this dtype
+  copy_for_alignment = 1u << 5,    // the target copies data below its alignment
+};
+
+struct ConvertPlan {
+  ConvertAction action = ConvertAction::hand_over;
+  CopyBy copy = CopyBy::none;
+  bool unpack = false;      // dlbridge's copy is copy_unpacked (one value per byte)
+  bool host_alias = false;  // host-accessible memory handed over labelled kDLCPU
+  // The source's READ_ONLY data reaches a target that never writes: it may
+  // leave as a legacy capsule, which cannot carry the flag.
+  bool read_only_to_immutable = false;
+  uint32_t reasons = 0;     // CopyReason bits
+  std::string why;          // the reasons in words; empty without a copy
+};
+
+namespace detail {
+
+inline bool dtype_listed(const std::vector<DType>& list, DType dtype) noexcept {
+  for (DType d : list)
+    if (d == dtype) return true;
+  return false;
+}
+
+inline bool device_listed(const std::vector<int32_t>& list, int32_t type) noexcept {
+  for (int32_t d : list)
+    if (d == type) return true;
+  return false;
+}
+
+inline std::string device_list_text(const std::vector<int32_t>& devices) {
+  std::string text;
+  for (int32_t d : devices) text += (text.empty() ? "" : ", ") + device_type_label(d);
+  return text;
+}
+
+inline std::string stride_rule_words(StrideRule rule) {
+  switch (rule) {
+    case StrideRule::any: return "any";
+    case StrideRule::nonnegative: return "nonnegative";
+    case StrideRule::row_major: return "row-major (C-contiguous)";
+    case StrideRule::permuted_compact: return "compact (in any axis order)";
+  }
+  return "other";
+}
+
+inline void add_reason(ConvertPlan& plan, CopyReason reason, const std::string& words) {
+  plan.reasons |= reason;
+  plan.why += (plan.why.empty() ? "" : "; ") + words;
+}
+
+}  // namespace detail
+
+// The plan for handing `view` (validated; its READ_ONLY flag as the source
+// set it) to `target` under `copy`. Refusals, in the order checked:
+//   unsupported_device_type  the target imports no memory of view's device
+//                            (host-accessible memory goes as kDLCPU instead);
+//   unsupported_dtype        no type of the target holds view's dtype;
+//   unsupported_layout       0-d or a dimension beyond what the target holds,
+//                            or (copy=false) strides outside its rule;
+//   copy_required            copy=false where unpacking, the target's own
+//                            import or its alignment rule makes a copy;
+//   read_only                copy=false with read-only (or unknown) data for
+//                            a target that cannot see READ_ONLY.
+inline ConvertPlan plan_convert(const TensorView& view, Writability writability,
+                                const ConvertTarget& target, std::optional<bool> copy) {
+  ConvertPlan plan;
+  const std::string& name = target.name;
+  const int32_t device = view.device().type;
+  if (!target.devices.empty() && !detail::device_listed(target.devices, device)) {
+    if (is_host_accessible(view.device().type) && detail::device_listed(target.devices, abi::kDLCPU)) {
+      plan.host_alias = true;
+    } else {
+      detail::fail(ErrorCode::unsupported_device_type,
+                   unsupported_device_sentence(device) + " " + name + " imports " +
+                       detail::device_list_text(target.devices) + ".",
+                   "Pass device= one of those (e.g. device='cpu') to convert.");
+    }
+  }
+
+  const DType dtype = view.dtype();
+  bool target_copies_dtype = false;
+  if (!target.dtypes.empty() && !detail::dtype_listed(target.dtypes, dtype)) {
+    const DType scalar{dtype.code, dtype.bits, 1};
+    if (detail::dtype_listed(target.extension_dtypes, scalar)) {
+      plan.action = ConvertAction::hand_over_extension;
+      plan.unpack = target.extension_one_per_byte && (dtype.lanes > 1 || view.packed());
+    } else if (detail::dtype_listed(target.copied_dtypes, dtype)) {
+      target_copies_dtype = true;
+    } else {
+      std::string hint = "Cast in the source library first (e.g. to float32), or choose a target that holds it.";
+      if (!target.extension.empty())
+        hint = name + " holds some dtypes only through " + target.extension +
+               ", which does not hold this one: " + hint;
+      detail::fail(ErrorCode::unsupported_dtype, name + " cannot hold dtype " + dtype_name(dtype) + ".", hint);
+    }
+  }
+
+  if (view.ndim() == 0 && !target.zero_dim)
+    detail::fail(ErrorCode::unsupported_layout,
+                 name + " arrays have at least one dimension, so a 0-d tensor cannot be handed over.",
+                 "Reshape to (1,) in the source library first.");
+  for (int32_t d = 0; d < view.ndim(); ++d)
+    if (view.shape(d) > target.max_extent)
+      detail::fail(ErrorCode::unsupported_layout,
+                   name + " holds dimensions up to " + std::to_string(target.max_extent) +
+                       ", and dimension " + std::to_string(d) + " of shape " +
+                       dims_text(view.ndim(), view.shape()) + " is larger.",
+                   "Reshape in the source library first (fewer elements per dimension).");
+
+  // The copies a hand-over makes whatever else holds: unpacking (ours), or
+  // the target's own import.
+  if (plan.unpack) {
+    if (copy == false)
+      detail::fail(ErrorCode::copy_required,
+                   target.extension + " stores " + dtype_name(dtype) +
+                       " one value per byte, so the packed data must be unpacked into a copy, "
+                       "and copy=False forbids the copy.",
+                   "Pass copy=None to let dlbridge make the one unpacking copy.");
+    plan.copy = CopyBy::dlbridge;
+    detail::add_reason(plan, copy_for_unpacking,
+                       target.extension + " stores sub-byte values and lanes one per byte");
+  }
+  if (target.copies_on_import || target_copies_dtype) {
+    if (copy == false)
+      detail::fail(ErrorCode::copy_required,
+                   name + (target_copies_dtype ? " holds " + dtype_name(dtype) + " only in a copy of its own"
+                                               : " copies every array it imports") +
+                       ", and copy=False forbids the copy.",
+                   "Pass copy=None: the copy " + name + " makes is the only one.");
+    plan.copy = CopyBy::target;
+    detail::add_reason(plan, copy_by_target_import,
+                       target_copies_dtype ? name + " holds " + dtype_name(dtype) + " only in a copy of its own"
+                                           : name + " copies every array it imports");
+  }
+
+  if (plan.copy == CopyBy::none && !strides_fit(view.ndim(), view.shape(), view.strides(), target.strides)) {
+    if (copy == false)
+      detail::fail(ErrorCode::unsupported_layout,
+                   name + " cannot represent strides " + dims_text(view.ndim(), view.strides()) +
+                       " for shape " + dims_text(view.ndim(), view.shape()) + " (it needs " +
+                       detail::stride_rule_words(target.strides) +
+                       " strides), and copy=False forbids the re-layout.",
+                   "Pass copy=None to let dlbridge make one compact copy.");
+    plan.copy = CopyBy::dlbridge;
+    detail::add_reason(plan, copy_for_layout,
+                       name + " needs " + detail::stride_rule_words(target.strides) + " strides");
+  }
+
+  const bool protected_data = writability != Writability::writable;
+  if (protected_data && plan.copy == CopyBy::none) {
+    if (target.read_only == ReadOnlyRule::ignored) {
+      if (copy == false)
+        detail::fail(ErrorCode::read_only,
+                     std::string(writability == Writability::read_only
+                                     ? "The data is read-only"
+                                     : "The data came as a legacy DLPack capsule, which cannot say whether it "
+                                       "may be written,") +
+                         " and " + name + " cannot see the READ_ONLY flag, so a write through the result "
+                         "could change memory that must not change; copy=False forbids the private copy.",
+                     "Pass copy=None to hand over one private, writable copy.");
+      plan.copy = CopyBy::dlbridge;
+      detail::add_reason(plan, copy_for_read_only,
+                         writability == Writability::read_only
+                             ? "the data is read-only and " + name + " cannot see READ_ONLY"
+                             : "the data's writability is unknown (a legacy capsule) and " + name +
+                                   " cannot see READ_ONLY");
+    } else if (target.read_only == ReadOnlyRule::immutable && writability == Writability::read_only) {
+      plan.read_only_to_immutable = true;
+    }
+  }
+
+  if (copy == true && plan.copy == CopyBy::none) {
+    plan.copy = CopyBy::dlbridge;
+    detail::add_reason(plan, copy_requested, "copy=True asks for a private copy");
+  }
+
+  // The target copies data below its alignment itself: that copy is the
+  // one copy=None allows, and copy=False forbids.
+  if (plan.copy == CopyBy::none && target.alignment > 1 && view.size() != 0 &&
+      reinterpret_cast<uintptr_t>(view.data()) % target.alignment != 0) {
+    if (copy == false)
+      detail::fail(ErrorCode::copy_required,
+                   name + " copies data that is not aligned to " + std::to_string(target.alignment) +
+                       " bytes, and copy=False forbids the copy.",
+                   "Pass copy=None, or allocate the source aligned.");
+    plan.copy = CopyBy::target;
+    detail::add_reason(plan, copy_for_alignment,
+                       name + " copies data not aligned to " + std::to_string(target.alignment) + " bytes");
+  }
+  return plan;
+}
+
+}  // namespace dlbridge

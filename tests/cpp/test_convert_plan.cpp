@@ -1,0 +1,332 @@
+// plan_convert over the matrix of sources (writability, layout, dtype,
+// device) x targets (each read-only rule, stride rule and copy behaviour the
+// libraries show) x copy in {nullopt, true, false}: each case's action, who
+// copies and why, or the refusal's code; and the rules that must hold for
+// every case of the matrix (exactly one copy, copy=False never copies,
+// protected data never reaches a target that may write through it).
+#include <gtest/gtest.h>
+
+#include "support/error_of.hpp"
+
+#include <dlbridge/convert_plan.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace {
+
+using dlbridge::ConvertAction;
+using dlbridge::ConvertPlan;
+using dlbridge::ConvertTarget;
+using dlbridge::CopyBy;
+using dlbridge::Device;
+using dlbridge::DType;
+using dlbridge::ErrorCode;
+using dlbridge::ReadOnlyRule;
+using dlbridge::StrideRule;
+using dlbridge::TensorView;
+using dlbridge::Writability;
+namespace dlabi = dlbridge::abi;
+using test_support::error_of;
+
+constexpr DType f32{dlabi::kDLFloat, 32, 1};
+constexpr DType bf16{dlabi::kDLBfloat, 16, 1};
+constexpr DType boolean{dlabi::kDLBool, 8, 1};
+constexpr DType int4{dlabi::kDLInt, 4, 1};
+constexpr DType c128{dlabi::kDLComplex, 128, 1};
+
+// 64-byte aligned storage for every view below.
+alignas(64) float storage[256];
+
+std::vector<DType> standard() {
+  return {boolean, {dlabi::kDLInt, 8, 1}, {dlabi::kDLInt, 32, 1}, {dlabi::kDLInt, 64, 1},
+          {dlabi::kDLUInt, 8, 1}, {dlabi::kDLFloat, 16, 1}, f32, {dlabi::kDLFloat, 64, 1},
+          {dlabi::kDLComplex, 64, 1}, c128};
+}
+
+// The targets, shaped like the libraries python/dlbridge/libraries/ describes.
+ConvertTarget numpy_like() {
+  ConvertTarget t;
+  t.name = "numpy";
+  t.read_only = ReadOnlyRule::honoured;
+  t.devices = {dlabi::kDLCPU, dlabi::kDLCUDAHost, dlabi::kDLROCMHost};
+  t.dtypes = standard();
+  t.extension = "ml_dtypes";
+  t.extension_dtypes = {bf16, int4};
+  t.extension_one_per_byte = true;
+  return t;
+}
+
+ConvertTarget torch_like() {
+  ConvertTarget t;
+  t.name = "torch";
+  t.read_only = ReadOnlyRule::ignored;
+  t.strides = StrideRule::nonnegative;
+  t.devices = {dlabi::kDLCPU, dlabi::kDLCUDA};
+  t.dtypes = standard();
+  t.dtypes.push_back(bf16);
+  return t;
+}
+
+ConvertTarget jax_like() {
+  ConvertTarget t;
+  t.name = "jax";
+  t.read_only = ReadOnlyRule::immutable;
+  t.strides = StrideRule::permuted_compact;
+  t.devices = {dlabi::kDLCPU, dlabi::kDLCUDA};
+  t.dtypes = standard();
+  t.dtypes.push_back(bf16);
+  t.alignment = 64;
+  return t;
+}
+
+ConvertTarget tensorflow_like() {
+  ConvertTarget t = torch_like();
+  t.name = "tensorflow";
+  t.strides = StrideRule::row_major;
+  return t;
+}
+
+ConvertTarget arrow_like() {
+  ConvertTarget t;
+  t.name = "arrow";
+  t.read_only = ReadOnlyRule::immutable;
+  t.strides = StrideRule::row_major;
+  t.devices = {dlabi::kDLCPU};
+  t.dtypes = {f32, {dlabi::kDLInt, 32, 1}};
+  t.copied_dtypes = {boolean};
+  t.zero_dim = false;
+  t.max_extent = INT32_MAX;
+  return t;
+}
+
+ConvertTarget mlx_like() {
+  ConvertTarget t;
+  t.name = "mlx";
+  t.read_only = ReadOnlyRule::honoured;
+  t.devices = {dlabi::kDLCPU};
+  t.dtypes = standard();
+  t.copies_on_import = true;
+  t.max_extent = INT32_MAX;
+  return t;
+}
+
+ConvertTarget anything() {
+  ConvertTarget t;
+  t.name = "dlbridge";
+  t.read_only = ReadOnlyRule::honoured;
+  return t;
+}
+
+uint64_t flags_of(Writability w) {
+  return w == Writability::writable ? 0 : DLBRIDGE_FLAG_READ_ONLY;
+}
+
+TensorView view_of(std::vector<int64_t> shape, std::vector<int64_t> strides = {}, DType dtype = f32,
+                   Device device = {}, Writability w = Writability::writable, int64_t offset = 0) {
+  return TensorView::from_data(storage + offset, dtype, shape, strides, device, flags_of(w));
+}
+
+ConvertPlan plan(const TensorView& v, const ConvertTarget& t, std::optional<bool> copy,
+                 Writability w = Writability::writable) {
+  return dlbridge::plan_convert(v, w, t, copy);
+}
+
+std::optional<ErrorCode> refusal(const TensorView& v, const ConvertTarget& t, std::optional<bool> copy,
+                                 Writability w = Writability::writable) {
+  auto e = error_of([&] { (void)plan(v, t, copy, w); });
+  if (!e) return std::nullopt;
+  return e->code();
+}
+
+TEST(PlanConvert, PlainDataIsHandedOverAsItIs) {
+  for (const ConvertTarget& t : {numpy_like(), torch_like(), jax_like(), tensorflow_like(), anything()}) {
+    const ConvertPlan p = plan(view_of({3, 4}), t, std::nullopt);
+    EXPECT_EQ(p.action, ConvertAction::hand_over) << t.name;
+    EXPECT_EQ(p.copy, CopyBy::none) << t.name;
+    EXPECT_TRUE(p.why.empty()) << t.name;
+  }
+}
+
+TEST(PlanConvert, ReadOnlyDataGetsOnePrivateCopyForATargetThatMayWrite) {
+  for (Writability w : {Writability::read_only, Writability::unknown}) {
+    const TensorView v = view_of({3, 4}, {}, f32, {}, w);
+    for (const ConvertTarget& t : {torch_like(), tensorflow_like()}) {
+      const ConvertPlan p = plan(v, t, std::nullopt, w);
+      EXPECT_EQ(p.copy, CopyBy::dlbridge) << t.name;
+      EXPECT_EQ(p.reasons, uint32_t(dlbridge::copy_for_read_only)) << t.name;
+      EXPECT_NE(p.why.find("cannot see READ_ONLY"), std::string::npos) << p.why;
+      EXPECT_EQ(refusal(v, t, false, w), ErrorCode::read_only) << t.name;
+      EXPECT_EQ(plan(v, t, true, w).copy, CopyBy::dlbridge);
+    }
+  }
+}
+
+TEST(PlanConvert, ReadOnlyDataReachesTargetsThatSeeTheFlagOrNeverWriteWithoutACopy) {
+  for (Writability w : {Writability::read_only, Writability::unknown}) {
+    const TensorView v = view_of({3, 4}, {}, f32, {}, w);
+    for (const ConvertTarget& t : {numpy_like(), jax_like(), anything()}) {
+      const ConvertPlan p = plan(v, t, false, w);
+      EXPECT_EQ(p.copy, CopyBy::none) << t.name;
+    }
+    // A legacy capsule may carry known read-only data only to a target that never writes.
+    EXPECT_EQ(plan(v, jax_like(), std::nullopt, w).read_only_to_immutable, w == Writability::read_only);
+    EXPECT_FALSE(plan(v, numpy_like(), std::nullopt, w).read_only_to_immutable);
+  }
+}
+
+TEST(PlanConvert, StridesOutsideTheTargetsRuleAreCopiedOnce) {
+  const TensorView reversed = view_of({3, 4}, {4, -1}, f32, {}, Writability::writable, 3);
+  const TensorView every_other = view_of({3, 4}, {8, 2});
+  const TensorView transposed = view_of({4, 3}, {1, 4});
+  EXPECT_EQ(plan(reversed, torch_like(), std::nullopt).reasons, uint32_t(dlbridge::copy_for_layout));
+  EXPECT_EQ(refusal(reversed, torch_like(), false), ErrorCode::unsupported_layout);
+  EXPECT_EQ(plan(reversed, numpy_like(), false).copy, CopyBy::none);
+  EXPECT_EQ(plan(every_other, torch_like(), false).copy, CopyBy::none);
+  EXPECT_EQ(plan(every_other, jax_like(), std::nullopt).copy, CopyBy::dlbridge);
+  EXPECT_EQ(plan(transposed, jax_like(), false).copy, CopyBy::none);
+  EXPECT_EQ(plan(transposed, tensorflow_like(), std::nullopt).copy, CopyBy::dlbridge);
+  // Read-only and badly strided: one copy, for both reasons' sake, named once each.
+  const TensorView both = view_of({3, 4}, {4, -1}, f32, {}, Writability::read_only, 3);
+  const ConvertPlan p = plan(both, torch_like(), std::nullopt, Writability::read_only);
+  EXPECT_EQ(p.copy, CopyBy::dlbridge);
+  EXPECT_EQ(p.reasons, uint32_t(dlbridge::copy_for_layout));
+  EXPECT_EQ(refusal(both, torch_like(), false, Writability::read_only), ErrorCode::unsupported_layout);
+}
+
+TEST(PlanConvert, ZeroDimAndSizeZeroTensors) {
+  const TensorView scalar = view_of({});
+  const TensorView empty = view_of({0, 5}, {-5, 1});
+  EXPECT_EQ(plan(scalar, torch_like(), false).copy, CopyBy::none);
+  EXPECT_EQ(refusal(scalar, arrow_like(), std::nullopt), ErrorCode::unsupported_layout);
+  EXPECT_EQ(plan(empty, tensorflow_like(), false).copy, CopyBy::none);  // size 0 fits every rule
+}
+
+TEST(PlanConvert, DimensionsBeyondWhatTheTargetHoldsAreRefusedNotOverflowed) {
+  const TensorView huge = view_of({0, int64_t(1) << 40});
+  EXPECT_EQ(refusal(huge, mlx_like(), std::nullopt), ErrorCode::unsupported_layout);
+  EXPECT_EQ(refusal(huge, arrow_like(), std::nullopt), ErrorCode::unsupported_layout);
+  EXPECT_EQ(plan(huge, numpy_like(), std::nullopt).copy, CopyBy::none);
+}
+
+TEST(PlanConvert, DTypesThroughAnExtensionOrTheTargetsOwnCopyOrNotAtAll) {
+  const TensorView b = view_of({4}, {}, bf16);
+  EXPECT_EQ(plan(b, numpy_like(), false).action, ConvertAction::hand_over_extension);
+  EXPECT_EQ(plan(b, numpy_like(), false).copy, CopyBy::none);
+  // Packed int4 becomes one value per byte: the one copy is the unpacking.
+  const TensorView packed = view_of({8}, {}, int4);
+  const ConvertPlan p = plan(packed, numpy_like(), std::nullopt);
+  EXPECT_TRUE(p.unpack);
+  EXPECT_EQ(p.copy, CopyBy::dlbridge);
+  EXPECT_EQ(refusal(packed, numpy_like(), false), ErrorCode::copy_required);
+  EXPECT_TRUE(plan(packed, numpy_like(), true).unpack);  // copy=True: still the one (unpacking) copy
+  // Arrow bit-packs booleans itself.
+  const TensorView bools = view_of({4}, {}, boolean);
+  EXPECT_EQ(plan(bools, arrow_like(), std::nullopt).copy, CopyBy::target);
+  EXPECT_EQ(refusal(bools, arrow_like(), false), ErrorCode::copy_required);
+  EXPECT_EQ(refusal(view_of({2}, {}, c128), arrow_like(), std::nullopt), ErrorCode::unsupported_dtype);
+  EXPECT_EQ(refusal(b, tensorflow_like(), std::nullopt), std::nullopt);
+  EXPECT_EQ(refusal(view_of({4}, {}, int4), torch_like(), std::nullopt), ErrorCode::unsupported_dtype);
+}
+
+TEST(PlanConvert, TargetsThatCopyOnImportMakeTheOneCopy) {
+  const TensorView v = view_of({3, 4}, {}, f32, {}, Writability::read_only);
+  for (std::optional<bool> copy : {std::optional<bool>{}, std::optional<bool>{true}}) {
+    const ConvertPlan p = plan(v, mlx_like(), copy, Writability::read_only);
+    EXPECT_EQ(p.copy, CopyBy::target);
+    EXPECT_EQ(p.reasons, uint32_t(dlbridge::copy_by_target_import));
+  }
+  EXPECT_EQ(refusal(v, mlx_like(), false, Writability::read_only), ErrorCode::copy_required);
+}
+
+TEST(PlanConvert, UnalignedDataIsCopiedByATargetWithAnAlignmentRule) {
+  const TensorView unaligned = view_of({8}, {}, f32, {}, Writability::writable, 1);
+  EXPECT_EQ(plan(unaligned, jax_like(), std::nullopt).copy, CopyBy::target);
+  EXPECT_EQ(refusal(unaligned, jax_like(), false), ErrorCode::copy_required);
+  EXPECT_EQ(plan(unaligned, jax_like(), true).copy, CopyBy::dlbridge);  // our copy is aligned
+  EXPECT_EQ(plan(view_of({8}), jax_like(), false).copy, CopyBy::none);
+}
+
+TEST(PlanConvert, DevicesTheTargetDoesNotImport) {
+  const TensorView pinned = view_of({4}, {}, f32, Device{dlabi::kDLCUDAHost, 0});
+  const ConvertPlan p = plan(pinned, torch_like(), false);
+  EXPECT_TRUE(p.host_alias);
+  EXPECT_EQ(p.copy, CopyBy::none);
+  EXPECT_FALSE(plan(pinned, numpy_like(), false).host_alias);  // numpy imports kDLCUDAHost as it is
+  const TensorView opencl = view_of({4}, {}, f32, Device{dlabi::kDLOpenCL, 0});
+  auto e = error_of([&] { (void)plan(opencl, torch_like(), std::nullopt); });
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->code(), ErrorCode::unsupported_device_type);
+  EXPECT_NE(e->message().find("(DLDeviceType: kDLOpenCL)"), std::string::npos) << e->message();
+  EXPECT_NE(e->message().find("torch imports kDLCPU, kDLCUDA"), std::string::npos) << e->message();
+  EXPECT_EQ(plan(opencl, anything(), false).copy, CopyBy::none);
+}
+
+TEST(PlanConvert, CopyTrueIsAlwaysExactlyOnePrivateCopy) {
+  const TensorView v = view_of({3, 4});
+  for (const ConvertTarget& t : {numpy_like(), torch_like(), jax_like(), tensorflow_like(), anything()}) {
+    const ConvertPlan p = plan(v, t, true);
+    EXPECT_EQ(p.copy, CopyBy::dlbridge) << t.name;
+    EXPECT_EQ(p.reasons, uint32_t(dlbridge::copy_requested)) << t.name;
+  }
+}
+
+// Every source of the matrix against every target: the rules hold case by case.
+TEST(PlanConvert, RulesHoldOverTheWholeMatrix) {
+  struct Source {
+    const char* name;
+    TensorView view;
+    Writability writability;
+  };
+  std::vector<Source> sources;
+  for (Writability w : {Writability::writable, Writability::read_only, Writability::unknown}) {
+    sources.push_back({"plain", view_of({3, 4}, {}, f32, {}, w), w});
+    sources.push_back({"negative", view_of({3, 4}, {4, -1}, f32, {}, w, 3), w});
+    sources.push_back({"transposed", view_of({4, 3}, {1, 4}, f32, {}, w), w});
+    sources.push_back({"strided", view_of({3, 2}, {4, 2}, f32, {}, w), w});
+    sources.push_back({"0-d", view_of({}, {}, f32, {}, w), w});
+    sources.push_back({"size-0", view_of({0, 3}, {}, f32, {}, w), w});
+    sources.push_back({"bfloat16", view_of({4}, {}, bf16, {}, w), w});
+    sources.push_back({"int4", view_of({8}, {}, int4, {}, w), w});
+    sources.push_back({"bool", view_of({4}, {}, boolean, {}, w), w});
+    sources.push_back({"unaligned", view_of({8}, {}, f32, {}, w, 1), w});
+    sources.push_back({"pinned", view_of({4}, {}, f32, Device{dlabi::kDLCUDAHost, 0}, w), w});
+    sources.push_back({"opencl", view_of({4}, {}, f32, Device{dlabi::kDLOpenCL, 0}, w), w});
+  }
+  const std::vector<ConvertTarget> targets = {numpy_like(), torch_like(), jax_like(), tensorflow_like(),
+                                              arrow_like(), mlx_like(), anything()};
+  int cases = 0;
+  for (const Source& s : sources)
+    for (const ConvertTarget& t : targets) {
+      const std::string where = std::string(s.name) + " -> " + t.name;
+      std::optional<ConvertPlan> none_plan, false_plan, true_plan;
+      try { none_plan = plan(s.view, t, std::nullopt, s.writability); } catch (const dlbridge::Error&) {}
+      try { false_plan = plan(s.view, t, false, s.writability); } catch (const dlbridge::Error&) {}
+      try { true_plan = plan(s.view, t, true, s.writability); } catch (const dlbridge::Error&) {}
+      ++cases;
+      // copy=True and copy=None are refused for the same cases: only
+      // what no copy can fix (device, dtype, shape).
+      EXPECT_EQ(none_plan.has_value(), true_plan.has_value()) << where;
+      if (true_plan) {
+        EXPECT_NE(true_plan->copy, CopyBy::none) << where;
+      }
+      // copy=False never copies, and succeeds exactly where copy=None needs no copy.
+      if (false_plan) {
+        EXPECT_EQ(false_plan->copy, CopyBy::none) << where;
+      }
+      if (!none_plan) continue;
+      EXPECT_EQ(false_plan.has_value(), none_plan->copy == CopyBy::none) << where;
+      // Never zero-copy protected data to a target that may write through it.
+      if (t.read_only == ReadOnlyRule::ignored && s.writability != Writability::writable) {
+        EXPECT_NE(none_plan->copy, CopyBy::none) << where;
+      }
+      // A copy always says why; no copy says nothing.
+      EXPECT_EQ(none_plan->why.empty(), none_plan->copy == CopyBy::none) << where;
+      EXPECT_EQ(none_plan->reasons == 0, none_plan->copy == CopyBy::none) << where;
+    }
+  EXPECT_EQ(cases, 3 * 12 * 7);
+}
+
+}  // namespace
