@@ -54,7 +54,7 @@ def _arrow():
 
 
 def _warp():
-    from dlbridge.adapters.warp import _warp as ready_warp
+    from dlbridge.libraries.warp import ready as ready_warp
 
     wp = ready_warp()
     return wp.array(_host((8, 8)), device="cpu"), wp.from_dlpack, wp.from_dlpack, "warp.from_dlpack"

@@ -22,8 +22,17 @@ from . import _core, errors as _errors
 _core._register_error_classes(_errors.ERROR_CLASSES, _errors.DLPackError)
 
 from ._paths import get_cmake_dir, get_include, get_pkgconfig_dir  # noqa: F401  (C++ extension authors)
-from .convert import convert
-from .adapters import importing as _arrow_second_look  # noqa: F401  (installs it into from_dlpack)
+from .convert import convert, plan_convert
+from ._core import ConversionPlan
+from . import libraries as _libraries
+from .libraries import arrow as _arrow
+
+# What the library modules say about a producer type (decided by its class, never its name).
+_core._install_producer_facts(_libraries.producer_facts)
+
+# pyarrow's own __dlpack__ refuses nulls, booleans and chunked arrays: from_dlpack asks
+# Arrow's second look after such a refusal (and only then).
+_core._install_arrow_second_look(_arrow.second_look)
 from .errors import (
     ConsumedCapsuleError,
     CopyRequiredError,
@@ -41,7 +50,7 @@ from .errors import (
 from .explain import explain
 
 __all__ = [
-    "DLPACK_VERSION", "convert", "explain", "Device", "DeviceType", "DType", "Tensor", "__version__", "empty", "from_dlpack",
+    "DLPACK_VERSION", "ConversionPlan", "convert", "plan_convert", "explain", "Device", "DeviceType", "DType", "Tensor", "__version__", "empty", "from_dlpack",
     "inspect_capsule", "to_dlpack", "ConsumedCapsuleError", "CopyRequiredError", "DeviceUnavailableError",
     "DLPackError", "InvalidTensorError", "LayoutError", "ProducerError", "ReadOnlyError", "StreamError",
     "UnsupportedDeviceError", "UnsupportedDTypeError", "VersionError",

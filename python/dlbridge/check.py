@@ -1,7 +1,7 @@
 """``dlbridge check TARGET``: one producer against every DLPack 1.3 producer rule that
 can be observed from outside (docs/dlpack-rules.md, "Rules for a producer").
 
-TARGET is numpy, torch, jax, tvm_ffi, dlbridge, tensorflow, paddle, arrow, warp, mlx, or ``module:factory`` where
+TARGET is dlbridge, the name of a library in ``dlbridge.libraries`` (numpy, torch, jax, ...), or ``module:factory`` where
 ``factory(shape, dtype, readonly=False)`` returns a fresh CPU array (``readonly``
 may be left out when the library has no read-only arrays). Capsules are read
 with ``dlbridge.inspect_capsule``, which looks without consuming.
@@ -20,15 +20,12 @@ import os
 import sys
 from typing import Callable
 
-from .adapters.producers import producers as _peer_producers
+from . import libraries
+from .libraries._spec import NotObservable
 
 READ_ONLY, IS_COPIED = 1 << 0, 1 << 1
 LEGACY, VERSIONED = "dltensor", "dltensor_versioned"
 PASS, FAIL, NA, ERROR = "pass", "fail", "n/a", "error"
-
-
-class NotObservable(Exception):
-    """The rule cannot be observed for this producer (reported as n/a, not as a failure)."""
 
 
 class ToolMissing(Exception):
@@ -42,49 +39,20 @@ class Producer:
     supports_readonly: bool
 
 
-def _numpy_make(shape, dtype, readonly=False):
-    import numpy as np
+def _dlbridge_make(shape, dtype, readonly=False):
+    import dlbridge
 
-    a = np.arange(math.prod(shape), dtype=np.float32 if dtype == "float32" else None).reshape(shape).astype(dtype)
-    if readonly:
-        a.flags.writeable = False
-    return a
+    return dlbridge.from_dlpack(libraries.LIBRARIES["numpy"].make(shape, dtype, readonly))
 
 
-def _torch_make(shape, dtype, readonly=False):
-    import torch
-
-    if readonly:
-        raise NotObservable("torch tensors have no read-only state")
-    return torch.arange(math.prod(shape), dtype=getattr(torch, dtype)).reshape(shape)
+def _library_producer(name: str) -> Callable[[], Producer]:
+    module = libraries.LIBRARIES[name]
+    return lambda: Producer(name, module.make, module.SUPPORTS_READONLY)
 
 
-def _jax_make(shape, dtype, readonly=False):
-    import jax.numpy as jnp
-
-    if readonly:
-        raise NotObservable("jax arrays have no read-only flag")
-    return jnp.arange(math.prod(shape), dtype=dtype).reshape(shape)
-
-
-def _via(consumer: str):
-    def make(shape, dtype, readonly=False):
-        module = importlib.import_module(consumer)
-        if readonly and consumer != "dlbridge":
-            raise NotObservable(f"{consumer} has no read-only tensors")
-        return module.from_dlpack(_numpy_make(shape, dtype, readonly))
-
-    return make
-
-
-BUILTIN = {
-    "numpy": lambda: Producer("numpy", _numpy_make, True),
-    "torch": lambda: Producer("torch", _torch_make, False),
-    "jax": lambda: Producer("jax", _jax_make, False),
-    "tvm_ffi": lambda: Producer("tvm_ffi", _via("tvm_ffi"), False),
-    "dlbridge": lambda: Producer("dlbridge", _via("dlbridge"), True),
-}
-BUILTIN.update(_peer_producers(Producer))  # tensorflow, paddle, arrow, warp, mlx (adapters/producers.py)
+# Every library module that can make arrays (libraries/<name>.py: make), and dlbridge itself.
+BUILTIN = {name: _library_producer(name) for name, module in libraries.LIBRARIES.items() if hasattr(module, "make")}
+BUILTIN["dlbridge"] = lambda: Producer("dlbridge", _dlbridge_make, True)
 
 
 def load_target(spec: str) -> Producer:

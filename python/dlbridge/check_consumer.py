@@ -17,15 +17,12 @@ import sys
 import textwrap
 from typing import Callable
 
+from . import libraries
 from .check import NotObservable, evaluate, rule_registry
 
-BUILTIN = {
-    "numpy": "numpy:from_dlpack",
-    "torch": "torch:from_dlpack",
-    "jax": "jax.dlpack:from_dlpack",
-    "dlbridge": "dlbridge:from_dlpack",
-    "tvm_ffi": "tvm_ffi:from_dlpack",
-}
+# The importers whose consumer rules were measured (libraries/<name>.py: CONSUMER), and dlbridge's.
+BUILTIN = {name: module.CONSUMER for name, module in libraries.LIBRARIES.items() if hasattr(module, "CONSUMER")}
+BUILTIN["dlbridge"] = "dlbridge:from_dlpack"
 
 
 def load_consumer(spec: str) -> tuple[str, Callable]:

@@ -3,6 +3,11 @@
 #pragma once
 
 #include <nanobind/nanobind.h>
+// In every file, not only where a cast is written: a file without it would
+// instantiate nb::cast<std::string> with nanobind's class caster (always a
+// cast_error), and the linker keeps one instantiation for the whole module,
+// whichever file it comes from.
+#include <nanobind/stl/string.h>
 
 #include <dlbridge/dlbridge.hpp>
 #include <dlbridge/copy.hpp>
@@ -43,6 +48,12 @@ class Tensor {
   // no more than what came in (docs/boundary.md).
   bool writability_unknown() const noexcept { return writability_unknown_; }
   void set_writability_unknown() noexcept { writability_unknown_ = true; }
+  // The same tensor, its memory known to be writable after all (a library
+  // states it of its legacy capsules: python/dlbridge/libraries/).
+  Tensor known_writable() const {
+    const TensorView& v = view();
+    return Tensor(storage_, v.with_flags(v.flags() & ~uint64_t(DLBRIDGE_FLAG_READ_ONLY)));
+  }
   // The same tensor seen through another view of its storage.
   Tensor with_view(TensorView view) const {
     Tensor out(storage_, std::move(view));

@@ -72,7 +72,7 @@ ProducerType& learn_producer(PyTypeObject* type) {
   if (watch == nullptr) throw nb::python_error();
   entry.type_watch = nb::steal(watch);
   entry.policy = policy_for_type(type);
-  if (entry.policy.trust_exchange_api) entry.api = find_exchange_api(type);
+  entry.api = entry.policy.exchange_api;
   return producer_types().emplace(type, std::move(entry)).first->second;
 }
 

@@ -77,26 +77,6 @@ bool type_from_module(PyTypeObject* type, const char* top) {
 
 namespace {
 
-// dlbridge.adapters.importing.second_look(x, refusal, device, copy), installed by
-// that module: pyarrow's __dlpack__ refuses nulls, booleans and chunked arrays,
-// which it refuses with a code or takes. Asked only after such a refusal, so
-// every other import costs nothing more.
-PyObject* arrow_second_look = nullptr;
-
-PyObject* ask_arrow_second_look(PyObject* x, PyObject* device, PyObject* copy) {
-  set_python_error(std::current_exception());  // the refusal, as the Python exception it would raise
-  PyObject *type = nullptr, *value = nullptr, *traceback = nullptr;
-  PyErr_Fetch(&type, &value, &traceback);
-  PyErr_NormalizeException(&type, &value, &traceback);
-  if (traceback != nullptr) PyException_SetTraceback(value, traceback);
-  Py_XDECREF(type);
-  Py_XDECREF(traceback);
-  PyObject* args[] = {x, value, device, copy};
-  PyObject* out = PyObject_Vectorcall(arrow_second_look, args, 4, nullptr);
-  Py_XDECREF(value);
-  return out;
-}
-
 PyObject* interned(const char* text) {
   PyObject* s = PyUnicode_InternFromString(text);
   if (s == nullptr) throw nb::python_error();
@@ -120,12 +100,7 @@ PyObject* from_dlpack_entry(PyObject*, PyObject* const* args, Py_ssize_t nargsf,
     ExchangeRequest request;
     if (values[0] != Py_None) request.device = dl_device_from_python(values[0]);
     if (values[1] != Py_None) request.copy = copy_from_python(values[1]);
-    try {
-      return wrap_tensor(import_object(args[0], request)).release().ptr();
-    } catch (...) {
-      if (arrow_second_look == nullptr || !type_from_module(Py_TYPE(args[0]), "pyarrow")) throw;
-      return ask_arrow_second_look(args[0], values[0], values[1]);
-    }
+    return wrap_tensor(import_object(args[0], request)).release().ptr();
   });
 }
 
@@ -179,9 +154,6 @@ void bind_fast_calls(nb::module_& m) {
       PyDescr_NewMethod(reinterpret_cast<PyTypeObject*>(tensor.ptr()), &tensor_dlpack_device_def));
   if (!device.is_valid()) throw nb::python_error();
   tensor.attr("__dlpack_device__") = device;
-  m.def("_install_arrow_second_look", [](nb::object fn) {
-    py::replace(arrow_second_look, fn.release().ptr());
-  });
 }
 
 }  // namespace dlbridge::python

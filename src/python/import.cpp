@@ -28,14 +28,79 @@ Tensor finish_import(Tensor t, const ExchangeRequest& request, bool copied_by_pr
   return carry_out_plan(std::move(t), plan, request.stream);
 }
 
+// The producers this thread is importing from right now: a producer whose
+// __dlpack__ (or C exchange API) asks dlbridge to import that same object
+// again would recurse in C until the stack ran out.
+class ImportingGuard {
+ public:
+  explicit ImportingGuard(PyObject* x) : x_(x) {
+    for (PyObject* active : active_)
+      if (active == x)
+        detail::fail(ErrorCode::producer_refused,
+                     "The producer asked dlbridge to import the same object while dlbridge was importing it "
+                     "(its __dlpack__ or C exchange API calls back into dlbridge).",
+                     "Export the data in __dlpack__ itself (return a capsule) instead of importing self again.");
+    active_.push_back(x);
+  }
+  ~ImportingGuard() { active_.pop_back(); }
+  ImportingGuard(const ImportingGuard&) = delete;
+  ImportingGuard& operator=(const ImportingGuard&) = delete;
+
+ private:
+  PyObject* x_;
+  static thread_local std::vector<PyObject*> active_;
+};
+thread_local std::vector<PyObject*> ImportingGuard::active_;
+
 Tensor import_from_producer(nb::handle x, ProducerType& known, const ExchangeRequest& request) {
-  nb::object resolved = resolve_lazy_state(x, policy_of(known), request);
-  if (!resolved.is_none())
-    return finish_import(import_object(resolved, ExchangeRequest{}), request, true);
-  if (asks_nothing(request)) return import_dlpack_tensor(x, known, request);
-  ManagedTensor managed = import_dlpack(x, known, request);
-  const bool copied = (managed.flags() & DLBRIDGE_FLAG_IS_COPIED) != 0;
-  return finish_import(tensor_from_managed(std::move(managed)), request, copied);
+  const ImportingGuard guard(x.ptr());
+  const ProducerPolicy& policy = policy_of(known);
+  const LazyState lazy = resolve_lazy_state(x, policy, request);
+  if (lazy.replacement.is_valid()) {
+    Tensor t = import_object(lazy.replacement, ExchangeRequest{});
+    if (lazy.read_only) t = t.with_view(t.view().with_flags(t.view().flags() | DLBRIDGE_FLAG_READ_ONLY));
+    return finish_import(std::move(t), request, lazy.copied);
+  }
+  Tensor t;
+  bool copied = false;
+  if (asks_nothing(request)) {
+    t = import_dlpack_tensor(x, known, request);
+  } else {
+    ManagedTensor managed = import_dlpack(x, known, request);
+    copied = (managed.flags() & DLBRIDGE_FLAG_IS_COPIED) != 0;
+    t = tensor_from_managed(std::move(managed));
+  }
+  // The library states what its legacy capsule could not: the memory may be written.
+  if (policy.legacy_writable && t.writability_unknown()) t = t.known_writable();
+  return finish_import(std::move(t), request, copied);
+}
+
+// dlbridge.libraries.arrow.second_look(x, refusal, device, copy), installed by
+// the package: pyarrow's __dlpack__ refuses nulls, booleans and chunked
+// arrays, which it refuses with a code or takes. Asked only after such a
+// refusal, so every other import costs nothing more.
+PyObject* arrow_second_look = nullptr;
+
+Tensor ask_arrow_second_look(nb::handle x, const ExchangeRequest& request) {
+  set_python_error(std::current_exception());  // the refusal, as the Python exception it would raise
+  PyObject *type = nullptr, *value = nullptr, *traceback = nullptr;
+  PyErr_Fetch(&type, &value, &traceback);
+  PyErr_NormalizeException(&type, &value, &traceback);
+  if (!PyErr_GivenExceptionMatches(value, PyExc_Exception)) {  // KeyboardInterrupt and the like go on
+    PyErr_Restore(type, value, traceback);
+    throw nb::python_error();
+  }
+  if (traceback != nullptr) PyException_SetTraceback(value, traceback);
+  Py_XDECREF(type);
+  Py_XDECREF(traceback);
+  nb::object refusal = nb::steal(value);
+  nb::object device = request.device ? nb::object(nb::make_tuple(int32_t(request.device->type), request.device->id))
+                                     : nb::object(nb::none());
+  nb::object copy = request.copy ? nb::object(nb::bool_(*request.copy)) : nb::object(nb::none());
+  nb::object out = nb::borrow(arrow_second_look)(x, refusal, device, copy);
+  const Tensor* t = as_tensor(out);
+  if (t == nullptr) throw nb::type_error("Arrow's second look returned no dlbridge.Tensor.");
+  return *t;
 }
 
 }  // namespace
@@ -53,14 +118,24 @@ Tensor import_object(nb::handle x, const ExchangeRequest& request, const char* e
   }
   if (known != nullptr) {
     try {
-      return import_from_producer(x, *known, request);
-    } catch (nb::python_error& e) {
-      if (!e.matches(PyExc_BufferError)) throw;
-      std::optional<Tensor> fallback = import_extension_dtype(x);
-      if (!fallback && is_dlpack_error(e)) throw;
-      if (!fallback) check_byte_order(x);
-      if (!fallback) raise_producer_refusal(x, policy_of(*known), e);
-      return finish_import(std::move(*fallback), request, false);
+      try {
+        return import_from_producer(x, *known, request);
+      } catch (nb::python_error& e) {
+        // KeyboardInterrupt, SystemExit and dlbridge's own coded errors go
+        // on as they are; every other exception of the producer is its
+        // refusal, reported as the coded error it stands for.
+        if (!e.matches(PyExc_Exception) || is_dlpack_error(e)) throw;
+        std::optional<Tensor> fallback;
+        if (e.matches(PyExc_BufferError)) {
+          fallback = import_extension_dtype(x);
+          if (!fallback) check_byte_order(x);
+        }
+        if (!fallback) raise_producer_refusal(x, policy_of(*known), e);
+        return finish_import(std::move(*fallback), request, false);
+      }
+    } catch (...) {
+      if (arrow_second_look == nullptr || !type_from_module(Py_TYPE(x.ptr()), "pyarrow")) throw;
+      return ask_arrow_second_look(x, request);
     }
   }
   // An object with both views is read through __array_interface__, which
@@ -83,6 +158,9 @@ Tensor import_object(nb::handle x, const ExchangeRequest& request, const char* e
 }
 
 void bind_import(nb::module_& m) {
+  m.def("_install_arrow_second_look", [](nb::object fn) { py::replace(arrow_second_look, fn.release().ptr()); });
+  m.def("_install_producer_facts", &install_producer_facts, nb::arg("facts"),
+        "Set what the package's library modules say about a producer type (dlbridge/__init__.py does, once).");
   // from_dlpack is a raw entry point: fast_calls.cpp.
   m.def("to_dlpack",
         [](nb::handle x, nb::handle stream, nb::handle max_version, nb::handle dl_device,

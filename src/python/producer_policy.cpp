@@ -9,20 +9,6 @@ namespace dlbridge::python {
 
 namespace {
 
-// torch.Tensor in type's MRO, or NULL.
-PyObject* torch_tensor_base(PyTypeObject* type) {
-  nb::object mro_ref = py::type_mro(type);
-  PyObject* mro = mro_ref.ptr();
-  if (mro == nullptr || !PyTuple_Check(mro)) return nullptr;
-  for (Py_ssize_t i = 0; i < py::tuple_size(mro); ++i) {
-    PyObject* base = py::tuple_item(mro, i);
-    if (py::type_name(reinterpret_cast<PyTypeObject*>(base)) != "Tensor") continue;
-    nb::object module = attribute_or_none(base, "__module__");
-    if (PyUnicode_Check(module.ptr()) && utf8_of(module) == "torch") return base;
-  }
-  return nullptr;
-}
-
 bool method_truth(nb::handle x, const char* method) {
   nb::object value = x.attr(method)();
   const int result = PyObject_IsTrue(value.ptr());
@@ -51,24 +37,45 @@ bool attribute_truth(nb::handle x, const char* name) {
 
 }  // namespace
 
+namespace {
+PyObject* producer_facts = nullptr;  // held for the process, as the package is
+}
+
+void install_producer_facts(nb::object facts) { py::replace(producer_facts, facts.release().ptr()); }
+
 ProducerPolicy policy_for_type(PyTypeObject* type) {
   ProducerPolicy policy;
-  PyObject* torch_tensor = torch_tensor_base(type);
-  if (torch_tensor == nullptr) return policy;  // generic: __dlpack__ only
-  policy.family = ProducerFamily::torch;
-  // A subclass that replaces __dlpack__ has checks of its own that the
-  // exchange API would skip.
-  nb::object own = attribute_or_none(reinterpret_cast<PyObject*>(type), "__dlpack__");
-  nb::object torch_own = attribute_or_none(torch_tensor, "__dlpack__");
-  policy.trust_exchange_api = own.ptr() == torch_own.ptr();
+  if (producer_facts == nullptr) return policy;
+  PyObject* args[] = {reinterpret_cast<PyObject*>(type)};
+  nb::object facts = nb::steal(PyObject_Vectorcall(producer_facts, args, 1, nullptr));
+  if (!facts.is_valid()) throw nb::python_error();
+  if (facts.is_none()) return policy;  // generic: __dlpack__ only
+  nb::tuple f = nb::borrow<nb::tuple>(facts);
+  policy.legacy_writable = nb::cast<bool>(f[2]);
+  if (utf8_of(f[0]) == "torch") {
+    policy.family = ProducerFamily::torch;
+    // The real torch.Tensor's table: a subclass (or a class calling itself
+    // torch.Tensor, which the facts never name) that sets another table,
+    // dlbridge's own included, is not asked.
+    if (PyType_Check(f[1].ptr())) policy.exchange_api = find_exchange_api(reinterpret_cast<PyTypeObject*>(f[1].ptr()));
+  }
   return policy;
 }
 
-nb::object resolve_lazy_state(nb::handle x, const ProducerPolicy& policy,
-                              const ExchangeRequest& request) {
-  if (policy.family != ProducerFamily::torch) return nb::none();
+LazyState resolve_lazy_state(nb::handle x, const ProducerPolicy& policy, const ExchangeRequest& request) {
+  LazyState out;
+  if (policy.family != ProducerFamily::torch) return out;
+  const bool grad = attribute_truth(x, "requires_grad");
   const bool conj = method_truth(x, "is_conj"), neg = method_truth(x, "is_neg");
-  if (!conj && !neg) return nb::none();
+  if (!conj && !neg) {
+    if (!grad) return out;
+    // The same memory without the autograd graph, which torch's export
+    // refuses to carry; read-only, since a write would change a tensor
+    // autograd tracks without its knowledge.
+    out.replacement = x.attr("detach")();
+    out.read_only = true;
+    return out;
+  }
   const std::string what = conj ? "conjugate" : "negative";
   if (request.copy == false)
     detail::fail(ErrorCode::copy_required,
@@ -76,7 +83,10 @@ nb::object resolve_lazy_state(nb::handle x, const ProducerPolicy& policy,
                  "before the lazy " + (conj ? "conjugation" : "negation") +
                      ", so only a copy holds what the tensor means, and copy=False forbids one.",
                  "Pass copy=None, or call x.resolve_conj().resolve_neg() first.");
-  return x.attr("resolve_conj")().attr("resolve_neg")();
+  nb::object values = grad ? x.attr("detach")() : nb::borrow(x);
+  out.replacement = values.attr("resolve_conj")().attr("resolve_neg")();
+  out.copied = true;
+  return out;
 }
 
 void raise_producer_refusal(nb::handle x, const ProducerPolicy& policy,
@@ -96,9 +106,6 @@ void raise_producer_refusal(nb::handle x, const ProducerPolicy& policy,
       raise_coded("device_unavailable", message + " (a meta tensor has no data, so it is not "
                   "available to any consumer)", "Materialise it on a real device first.",
                   refusal);
-    if (attribute_truth(x, "requires_grad"))
-      raise_coded("producer_refused", message, "Pass x.detach() to export the values "
-                  "without the autograd graph.", refusal);
   }
   raise_coded("producer_refused", message,
               "The producer's reason is above; change the tensor (dtype, layout, device) as it "

@@ -46,9 +46,9 @@ def run_case(libs: dict, producer: str, consumer: str, case_name: str, route: st
         return result
     if route == "dlbridge":
         try:
-            from dlbridge.convert import explain_route
+            from dlbridge.convert import plan_convert
 
-            result["note"] = explain_route(source, consumer).copy_reason
+            result["note"] = plan_convert(source, consumer).why or None
         except Exception:
             pass  # the conversion below reports the failure itself
     try:

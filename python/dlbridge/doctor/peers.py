@@ -110,9 +110,9 @@ def _arrow():
 def _warp():
     import warp as wp
 
-    from dlbridge.adapters.warp import _warp as ready_warp
+    from dlbridge.libraries.warp import ready
 
-    ready_warp()
+    ready()
 
     def make(a):
         if a.ndim == 0:

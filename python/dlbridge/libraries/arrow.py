@@ -1,52 +1,62 @@
-"""PyArrow both ways.
+"""PyArrow (26.0.1) both ways.
 
 Out (convert's "arrow" target): a 1-d tensor becomes a pyarrow Array, an n-d tensor a
 FixedShapeTensorArray whose first axis is the array's length. Arrow stores booleans one
 bit each, so a bool tensor is packed into a new bitmap (one copy; copy=False refuses).
+Its importers read compact row-major data only, have no 0-d arrays, and refuse an empty
+1-d tensor or divide by zero (SIGFPE) on an empty n-d one.
 
 In (dlbridge.from_dlpack): pyarrow's own __dlpack__ serves primitive arrays and
-FixedShapeTensorArray; import_array covers what it refuses. Nulls have no DLPack
-form and are refused with the fix; booleans are unpacked into one byte per value
-(one copy); a ChunkedArray with one chunk is that chunk.
+FixedShapeTensorArray; second_look covers what it refuses. Nulls have no DLPack form and
+are refused with the fix; booleans are unpacked into one byte per value (one copy); a
+ChunkedArray with one chunk is that chunk.
 """
 
 from __future__ import annotations
 
 import math
 
-from ._errors import fail
+from ._spec import CPU, INT32_MAX, NotObservable, Target
+
+NAME = "arrow"
+RANK = 9
+MODULE = "pyarrow"
+IMPORT_SECONDS = 0.2
+DIRECT_ABORTS = ("size-0", "0-d")
+
+_NUMERIC = frozenset(["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                      "float16", "float32", "float64"])
 
 
-def is_arrow(x) -> bool:
-    return type(x).__module__.startswith("pyarrow")
+def _fail(cls_name: str, message: str, hint: str):
+    from .. import errors
+
+    return getattr(errors, cls_name)(message, hint)
 
 
-def _refuse_copy(what: str):
-    return fail("CopyRequiredError", f"{what}, which needs a copy, and copy=False forbids the copy.",
-                "Pass copy=None to let dlbridge make the one copy.")
-
-
-def from_tensor(tensor, copy=None):
+def hand_over(tensor, copy=None):
     """A pyarrow Array (1-d) or FixedShapeTensorArray (n-d) of the tensor's values."""
     import pyarrow as pa
 
-    if tensor.ndim == 0:
-        raise fail("LayoutError", "Arrow arrays have at least one dimension, so a 0-d tensor cannot be handed over.",
-                   "Reshape to (1,) in the source library first.")
     if tensor.ndim > 1 and 0 in tensor.shape[1:]:
-        raise fail("LayoutError", f"Arrow's fixed-shape tensors need inner dimensions above 0; shape {tensor.shape} "
-                   "has an empty one.", "Hand over a tensor whose dimensions after the first are all > 0.")
+        raise _fail("LayoutError", f"Arrow's fixed-shape tensors need inner dimensions above 0; shape {tensor.shape} "
+                    "has an empty one.", "Hand over a tensor whose dimensions after the first are all > 0.")
     if tensor.dtype.name == "bool":
-        if copy is False:
-            raise _refuse_copy("Arrow stores booleans one bit each, so the bytes must be packed")
         return _packed_bools(tensor)
     if tensor.size == 0:
-        # pyarrow 26.0.1's importers refuse an empty 1-d tensor and divide by zero
-        # (SIGFPE) on an empty n-d one, so an empty array is built without them.
         return _empty(tensor)
     if tensor.ndim == 1:
         return pa.Array.from_dlpack(tensor)
     return pa.FixedShapeTensorArray.from_dlpack(tensor)
+
+
+TARGET = Target(
+    "pyarrow", read_only="immutable", strides="row_major", devices=frozenset({CPU}), dtypes=_NUMERIC,
+    copied_dtypes=frozenset({"bool"}), zero_dim=False, max_extent=INT32_MAX, hand_over=hand_over,
+    array_types=("pyarrow:Array",),
+    note="1-d: Array, n-d: FixedShapeTensorArray; booleans are bit-packed (one copy); non-compact strides give "
+         "wrong values",
+)
 
 
 def _with_shape(flat, dtype, shape):
@@ -77,7 +87,12 @@ def _packed_bools(tensor):
     return _with_shape(flat, pa.bool_(), tensor.shape)
 
 
-def import_array(x, refusal: BaseException, *, device=None, copy=None):
+def _refuse_copy(what: str):
+    return _fail("CopyRequiredError", f"{what}, which needs a copy, and copy=False forbids the copy.",
+                 "Pass copy=None to let dlbridge make the one copy.")
+
+
+def second_look(x, refusal: BaseException, device=None, copy=None):
     """dlbridge.from_dlpack for an Arrow object whose own __dlpack__ refused (`refusal`)."""
     import pyarrow as pa
 
@@ -92,10 +107,10 @@ def import_array(x, refusal: BaseException, *, device=None, copy=None):
     if not isinstance(x, pa.Array):
         raise refusal
     if x.null_count:
-        raise fail("LayoutError",
-                   f"The Arrow array has {x.null_count} null(s); DLPack has no validity bitmap, "
-                   "so the nulls would silently become values.",
-                   "Replace or drop them first: arr.fill_null(0) or arr.drop_null().")
+        raise _fail("LayoutError",
+                    f"The Arrow array has {x.null_count} null(s); DLPack has no validity bitmap, "
+                    "so the nulls would silently become values.",
+                    "Replace or drop them first: arr.fill_null(0) or arr.drop_null().")
     values = x.storage if isinstance(x, pa.ExtensionArray) else x
     if pa.types.is_boolean(values.type) or (pa.types.is_fixed_size_list(values.type)
                                             and pa.types.is_boolean(values.type.value_type)):
@@ -112,4 +127,21 @@ def _import_one(x, *, device, copy):
     try:
         return _core.from_dlpack(x, device=device, copy=copy)
     except Exception as exc:
-        return import_array(x, exc, device=device, copy=copy)
+        return second_look(x, exc, device=device, copy=copy)
+
+
+def make(shape, dtype, readonly=False):
+    """A fresh Arrow array for `dlbridge check arrow` (Arrow data is immutable: read-only is any array)."""
+    import pyarrow as pa
+
+    from .numpy import make as numpy_make
+
+    if len(shape) == 0:
+        raise NotObservable("arrow arrays have at least one dimension")
+    host = numpy_make(shape, dtype)
+    if len(shape) == 1:
+        return pa.array(host)
+    return pa.FixedShapeTensorArray.from_numpy_ndarray(host)
+
+
+SUPPORTS_READONLY = True

@@ -1,0 +1,105 @@
+"""One module per array library dlbridge knows: everything dlbridge knows about that library.
+
+Each module (``numpy.py``, ``torch.py``, ...) states, from measurements against the pinned
+version (``requirements/libs.txt``):
+
+- ``NAME`` (the name users pass to ``convert`` and ``check``), ``MODULE`` (what to import),
+  ``RANK`` (where the doctor lists it), ``CONSUMER`` (its own importer, ``module:attribute``,
+  where ``dlbridge.check_consumer`` has been measured against it);
+- ``TARGET``: what its importer accepts, for ``convert`` (``_spec.Target``);
+- ``make(shape, dtype, readonly=False)`` and ``SUPPORTS_READONLY``: fresh arrays for
+  ``dlbridge check``;
+- facts about importing it: ``IMPORT_SECONDS``, ``CRASHES_WHEN_IMPORTED_AFTER``,
+  ``DIRECT_ABORTS`` (the doctor's cases that kill a process when handed to it directly),
+  ``LEGACY_EXPORT_WRITABLE`` (its legacy capsules carry writable memory).
+
+Adding a library is one module here and its tests (CONTRIBUTING.md). Nothing here imports
+the libraries themselves, and no module of this package imports the rest of dlbridge at
+import time.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import pkgutil
+import sys
+from types import ModuleType
+
+from ._spec import Target
+
+
+def _discover() -> dict[str, ModuleType]:
+    found = []
+    for info in pkgutil.iter_modules(__path__):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        found.append(module)
+    found.sort(key=lambda m: (m.RANK, m.NAME))
+    return {m.NAME: m for m in found}
+
+
+LIBRARIES: dict[str, ModuleType] = _discover()
+# convert's table: the name users pass -> what that library's importer accepts.
+TARGETS: dict[str, Target] = {name: m.TARGET for name, m in LIBRARIES.items()}
+
+
+def fact(name: str, attribute: str, default=None):
+    """One stated fact of a library (a module attribute), or default where it states none."""
+    module = LIBRARIES.get(name)
+    return getattr(module, attribute, default) if module is not None else default
+
+
+def installed(name: str) -> bool:
+    """Whether the library can be imported here (found, not imported)."""
+    top = fact(name, "MODULE", name).split(".")[0]
+    try:
+        return importlib.util.find_spec(top) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def import_library(name: str, *, order_others: bool = False) -> ModuleType:
+    """The library's module, imported without killing the process.
+
+    A library that crashes when imported after another one that this process has
+    already imported raises ImportError with the reason instead. order_others
+    first imports the installed libraries that would crash if imported after this
+    one (dlbridge check and doctor, which drive both, use it).
+    """
+    module_name = fact(name, "MODULE", name)
+    if module_name not in sys.modules:
+        for before in fact(name, "CRASHES_WHEN_IMPORTED_AFTER", ()):
+            if fact(before, "MODULE", before) in sys.modules:
+                raise ImportError(f"{name} crashes the process (SIGSEGV) when first imported after {before}, which "
+                                  f"this process has imported; import {name} before {before}.")
+        if order_others:
+            for other, module in LIBRARIES.items():
+                if name in getattr(module, "CRASHES_WHEN_IMPORTED_AFTER", ()) and installed(other):
+                    import_library(other)
+    return importlib.import_module(module_name)
+
+
+def _resolve(path: str):
+    # "module:qualname" -> the object, or None while its module is not imported.
+    module_name, _, qualname = path.partition(":")
+    obj = sys.modules.get(module_name)
+    for part in qualname.split("."):
+        if obj is None:
+            return None
+        obj = getattr(obj, part, None)
+    return obj
+
+
+def producer_facts(cls: type) -> tuple[str, type, bool] | None:
+    """What the extension's importer needs to know of a producer type, asked once per type:
+    (library name, its real array class, whether its legacy capsules carry writable memory),
+    or None for a type of no library here."""
+    for name, module in LIBRARIES.items():
+        for path in module.TARGET.array_types:
+            real = _resolve(path)
+            if isinstance(real, type) and issubclass(cls, real) and \
+                    getattr(cls, "__dlpack__", None) is getattr(real, "__dlpack__", None):
+                return name, real, bool(getattr(module, "LEGACY_EXPORT_WRITABLE", False))
+    return None

@@ -1,0 +1,86 @@
+"""The shapes of the facts a library module states (no library is imported here).
+
+A library module (``dlbridge/libraries/<name>.py``) fills these in from what was
+measured against the pinned version of the library (``requirements/libs.txt``);
+``convert`` hands ``Target`` to the core's planner (``include/dlbridge/convert_plan.hpp``),
+``dlbridge check`` calls ``make``, ``dlbridge doctor`` drives ``peer``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable
+
+# Element types every DLPack consumer of these modules understands.
+STANDARD_DTYPES = frozenset(
+    ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+     "float16", "float32", "float64", "complex64", "complex128"]
+)
+FLOAT8 = frozenset(
+    ["float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu"]
+)
+INT32_MAX = 2**31 - 1
+
+# DLDeviceType numbers, for the device sets below.
+CPU, CUDA, CUDA_HOST, ROCM, ROCM_HOST, CUDA_MANAGED = 1, 2, 3, 10, 11, 13
+
+
+class NotObservable(Exception):
+    """A check rule cannot be observed for this producer (reported as n/a, not as a failure)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Extension:
+    """Dtypes a target holds only through a package that defines them (NumPy through ml_dtypes)."""
+
+    module: str                     # the package; its attribute of each DLPack name is the dtype
+    dtypes: frozenset               # DLPack names of single-lane dtypes
+    one_per_byte: bool              # stores sub-byte values a byte each, vector lanes as a trailing axis
+    hand_over: Callable[[Any, Any], Any]  # (dlbridge.Tensor, the package's dtype) -> the target's array
+
+
+@dataclasses.dataclass(frozen=True)
+class EntryTakes:
+    """When a target's own importer may be called directly, its hand_over being needed otherwise."""
+
+    dtypes: frozenset | None = None  # None: every dtype the target holds
+    strides: str = "any"
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    """What one consumer accepts; every field is a measured or documented limitation.
+
+    The planner reads read_only, strides, devices, dtypes, extension, copied_dtypes,
+    copies_on_import, alignment, zero_dim and max_extent; the rest says how to hand
+    a tensor over once the plan is made.
+    """
+
+    module: str                     # what to import
+    entry: str = "from_dlpack"      # attribute path of its importer inside module
+    read_only: str = "ignored"      # "honoured" | "immutable" (never written) | "ignored"
+    strides: str = "any"            # "any" | "nonnegative" | "permuted_compact" | "row_major"
+    devices: frozenset | None = None  # DLDeviceType numbers it imports; None: any
+    dtypes: frozenset | None = None   # dtype names it holds; None: any
+    extension: Extension | None = None
+    copied_dtypes: frozenset = frozenset()  # held only in a copy its hand_over makes (Arrow's bit-packed bool)
+    copies_on_import: bool = False  # every import is a copy
+    alignment: int = 1              # below this alignment it copies on import
+    zero_dim: bool = True           # holds 0-d arrays
+    max_extent: int | None = None   # the largest dimension it holds
+    takes: str = "array"            # "array": its importer calls __dlpack__; "capsule": it wants a legacy capsule
+    copy_keyword: bool = True       # its importer takes copy= (passed only as copy=False)
+    # dlbridge's own hand-over (tensor, copy) -> array, where the importer alone is not enough;
+    # entry_takes says when the importer may still be called directly (None: never).
+    hand_over: Callable[[Any, Any], Any] | None = None
+    entry_takes: EntryTakes | None = None
+    # Attribute path in `module` of the array type whose DLPack C exchange API builds this
+    # library's arrays (managed_tensor_to_py_object_no_sync); used for host tensors while
+    # the importer at `entry` is the library's own.
+    exchange_api: str = ""
+    # "module:qualname" of the library's own array types: convert(x, name) of one of them,
+    # with no device and copy asked, returns x itself.
+    array_types: tuple[str, ...] = ()
+    # Run once before the first hand-over (Warp: wp.init() without its banner).
+    prepare: Callable[[], None] | None = None
+    note: str = ""

@@ -1,0 +1,34 @@
+"""JAX (0.10.2): asks for legacy capsules only (its arrays are immutable, so it never
+writes through what it imports); rejects non-compact and negative strides; copies data
+that is not 64-byte aligned."""
+
+from __future__ import annotations
+
+import math
+
+from ._spec import CPU, CUDA, FLOAT8, ROCM, STANDARD_DTYPES, NotObservable, Target
+
+NAME = "jax"
+RANK = 3
+MODULE = "jax"
+CONSUMER = "jax.dlpack:from_dlpack"
+IMPORT_SECONDS = 0.7
+
+TARGET = Target(
+    "jax.numpy", read_only="immutable", strides="permuted_compact", devices=frozenset({CPU, CUDA, ROCM}),
+    dtypes=STANDARD_DTYPES | FLOAT8 | {"bfloat16", "float8_e4m3b11fnuz", "float8_e3m4", "float8_e4m3"},
+    alignment=64, array_types=("jax:Array",),
+    note="legacy capsules only; rejects non-compact and negative strides; copies unaligned data",
+)
+
+
+def make(shape, dtype, readonly=False):
+    """A fresh JAX array for `dlbridge check jax`."""
+    import jax.numpy as jnp
+
+    if readonly:
+        raise NotObservable("jax arrays have no read-only flag")
+    return jnp.arange(math.prod(shape), dtype=dtype).reshape(shape)
+
+
+SUPPORTS_READONLY = False

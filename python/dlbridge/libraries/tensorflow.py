@@ -1,0 +1,31 @@
+"""TensorFlow (tensorflow-cpu 2.21.0): its importer takes a legacy capsule, never an array, and
+reads compact row-major layouts only; it ignores READ_ONLY (and exports legacy capsules, so its
+own tensors arrive with unknown writability)."""
+
+from __future__ import annotations
+
+from ._spec import CPU, CUDA, STANDARD_DTYPES, NotObservable, Target
+
+NAME = "tensorflow"
+RANK = 6
+MODULE = "tensorflow"
+IMPORT_SECONDS = 4.8
+
+TARGET = Target(
+    "tensorflow", "experimental.dlpack.from_dlpack", read_only="ignored", strides="row_major",
+    devices=frozenset({CPU, CUDA}), dtypes=STANDARD_DTYPES | {"bfloat16"}, takes="capsule", copy_keyword=False,
+    array_types=("tensorflow:Tensor",), note="takes a legacy capsule, compact row-major only",
+)
+
+
+def make(shape, dtype, readonly=False):
+    """A fresh tf.constant for `dlbridge check tensorflow`."""
+    from . import import_library
+    from .numpy import make as numpy_make
+
+    if readonly:
+        raise NotObservable("tensorflow tensors have no read-only state")
+    return import_library("tensorflow", order_others=True).constant(numpy_make(shape, dtype))
+
+
+SUPPORTS_READONLY = False

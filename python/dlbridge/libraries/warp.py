@@ -1,0 +1,53 @@
+"""NVIDIA Warp (1.19.0): its __dlpack__ takes no max_version (legacy capsules only), its
+importer refuses to run before wp.init() (whose banner and "no CUDA driver" warning would
+land on the user's terminal), it has no 0-d arrays and no complex types. Its arrays are
+plain writable memory (wp.array.numpy() is a writable view), so the legacy capsules it
+exports are imported as writable."""
+
+from __future__ import annotations
+
+from ._spec import CPU, CUDA, STANDARD_DTYPES, NotObservable, Target
+
+NAME = "warp"
+RANK = 10
+MODULE = "warp"
+IMPORT_SECONDS = 0.6
+# What Warp's own export leaves unsaid: its legacy capsules carry writable memory.
+LEGACY_EXPORT_WRITABLE = True
+
+_ready = False
+
+
+def ready():
+    """warp, initialised without printing anything (the user's log level is put back)."""
+    global _ready
+    import warp
+
+    if not _ready:
+        level = warp.config.log_level
+        warp.config.log_level = warp.LOG_ERROR
+        try:
+            warp.init()
+        finally:
+            warp.config.log_level = level
+        _ready = True
+    return warp
+
+
+TARGET = Target(
+    "warp", read_only="ignored", strides="any", devices=frozenset({CPU, CUDA}),
+    dtypes=(STANDARD_DTYPES - {"complex64", "complex128"}) | {"bfloat16"}, zero_dim=False, copy_keyword=False,
+    prepare=ready, array_types=("warp:array",), note="legacy capsules only; no 0-d arrays; no complex types",
+)
+
+
+def make(shape, dtype, readonly=False):
+    """A fresh warp.array on the CPU for `dlbridge check warp`."""
+    from .numpy import make as numpy_make
+
+    if readonly:
+        raise NotObservable("warp arrays have no read-only state")
+    return ready().array(numpy_make(shape, dtype), device="cpu")
+
+
+SUPPORTS_READONLY = False

@@ -1,0 +1,726 @@
+// dlbridge.convert and dlbridge.plan_convert: hand x to a target library
+// with the least work it accepts. The decision is the core's plan_convert
+// (include/dlbridge/convert_plan.hpp); this file learns each target's
+// description from its library module (python/dlbridge/libraries/), imports
+// x, asks the plan, and carries it out. plan_convert returns the same plan
+// without handing anything over.
+//
+// A raw METH_FASTCALL entry point: convert is the call users make per
+// tensor, and the direct call it is measured against (lib.from_dlpack) costs
+// 200-300 ns (bench/bench_convert.py).
+#include <nanobind/stl/string.h>
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <dlbridge/convert_plan.hpp>
+
+#include "array_like.hpp"
+#include "bindings.hpp"
+#include "fast_calls.hpp"
+#include "gil.hpp"
+#include "hand_over.hpp"
+
+namespace dlbridge::python {
+
+namespace {
+
+// How a learnt target receives a tensor once the plan is made.
+struct HandOver {
+  bool capsule = false;       // the importer wants a legacy capsule, not an array
+  bool copy_keyword = true;   // the importer takes copy= (passed as copy=False only)
+  nb::object adapter;         // Target.hand_over(tensor, copy), or invalid
+  // When the importer itself may still be called instead of the adapter.
+  bool entry_takes = false;
+  std::vector<DType> entry_dtypes;  // empty: every dtype
+  StrideRule entry_strides = StrideRule::any;
+  nb::object extension_hand_over;                      // Extension.hand_over(tensor, dtype)
+  std::vector<std::pair<DType, nb::object>> extension_types;  // single-lane DType -> the package's dtype
+  // The C exchange API that builds the target's arrays, used while the
+  // importer is still the function it stands for.
+  const abi::DLPackExchangeAPI* api = nullptr;
+  nb::object api_function;
+};
+
+// One target as learnt from its description (libraries/_spec.Target).
+struct LearntTarget {
+  nb::object name;          // what the user passed (a str for cached entries)
+  nb::object table_entry;   // TARGETS[name] when learnt (NULL if none): checked per call
+  bool to_dlbridge = false;
+  ConvertTarget plan_target;
+  HandOver hand;
+  std::vector<nb::object> own_types;  // the library's own array classes
+  // The importer: module_name's attribute path `entry`, looked up per call
+  // (see current_importer), or a fixed callable for targets given as objects.
+  nb::object module_name;
+  nb::object module;
+  std::vector<nb::object> entry;
+  nb::object fixed_importer;
+  // The dicts the last lookup read and their versions (3.10/3.11): while
+  // each stands, the importer found then is still the one.
+  mutable std::vector<std::pair<nb::object, uint64_t>> stamps;
+  mutable nb::object found_importer;
+};
+
+using TargetRef = std::shared_ptr<const LearntTarget>;
+
+// What convert.py installed.
+struct Hooks {
+  PyObject* targets = nullptr;  // libraries.TARGETS: name -> Target
+  PyObject* resolve = nullptr;  // convert._resolve(to) -> (name, Target | None, importer | None)
+};
+Hooks hooks;
+
+// Learnt str targets, kept for the process (one per name ever used). Held
+// by shared_ptr: a call keeps its entry alive even if a re-entrant call
+// (a producer's __dlpack__ converting) replaces it.
+std::vector<TargetRef>& known_targets() {
+  static auto* table = new std::vector<TargetRef>();
+  return *table;
+}
+
+PyObject* dict_item(PyObject* dict, PyObject* key) {
+  PyObject* found = PyDict_GetItemWithError(dict, key);
+  if (found == nullptr && PyErr_Occurred()) throw nb::python_error();
+  return found;
+}
+
+nb::object interned_str(nb::handle value) {
+  PyObject* s = nb::str(value).release().ptr();
+  PyUnicode_InternInPlace(&s);
+  return nb::steal(s);
+}
+
+StrideRule stride_rule_of(nb::handle name) {
+  const std::string text = utf8_of(nb::str(name));
+  if (text == "any") return StrideRule::any;
+  if (text == "nonnegative") return StrideRule::nonnegative;
+  if (text == "row_major") return StrideRule::row_major;
+  if (text == "permuted_compact") return StrideRule::permuted_compact;
+  throw nb::value_error(("convert: unknown stride rule '" + text + "'.").c_str());
+}
+
+ReadOnlyRule read_only_rule_of(nb::handle name) {
+  const std::string text = utf8_of(nb::str(name));
+  if (text == "honoured") return ReadOnlyRule::honoured;
+  if (text == "immutable") return ReadOnlyRule::immutable;
+  if (text == "ignored") return ReadOnlyRule::ignored;
+  throw nb::value_error(("convert: unknown read_only rule '" + text + "'.").c_str());
+}
+
+// Names of dtypes (a frozenset of str) as DTypes, sorted by name so that
+// messages list them the same way every run; names this dlbridge cannot
+// parse are left out (the target cannot be handed them).
+std::vector<DType> dtypes_of(nb::handle names) {
+  std::vector<std::string> sorted;
+  for (nb::handle n : names) sorted.push_back(utf8_of(nb::str(n)));
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<DType> out;
+  for (const std::string& n : sorted) {
+    try {
+      out.push_back(parse_dtype(n));
+    } catch (const Error&) {
+    }
+  }
+  return out;
+}
+
+nb::object attribute_path(nb::object base, nb::handle dotted) {
+  nb::object found = std::move(base);
+  for (nb::handle part : nb::str(dotted).attr("split")(".")) found = found.attr(part);
+  return found;
+}
+
+void learn_extension(LearntTarget& t, nb::handle extension) {
+  nb::object package;
+  const std::string module = utf8_of(extension.attr("module"));
+  t.plan_target.extension = module;
+  t.plan_target.extension_one_per_byte = nb::cast<bool>(extension.attr("one_per_byte"));
+  t.hand.extension_hand_over = extension.attr("hand_over");
+  try {
+    package = nb::module_::import_(module.c_str());
+  } catch (nb::python_error& e) {
+    if (!e.matches(PyExc_ImportError)) throw;
+    return;  // not installed: the target holds none of these dtypes
+  }
+  for (const DType d : dtypes_of(extension.attr("dtypes"))) {
+    nb::object found = attribute_or_none(package, dtype_name(d).c_str());
+    if (found.is_none()) continue;
+    t.plan_target.extension_dtypes.push_back(d);
+    t.hand.extension_types.emplace_back(d, std::move(found));
+  }
+}
+
+void learn_exchange_api(LearntTarget& t, nb::handle type_path);
+PyObject* current_importer(const LearntTarget& t, bool unchanged = false);
+
+// A Target (libraries/_spec.py) as the planner's ConvertTarget and how to hand over.
+void learn_description(LearntTarget& t, nb::handle spec) {
+  ConvertTarget& p = t.plan_target;
+  p.name = utf8_of(nb::str(t.name));
+  p.read_only = read_only_rule_of(spec.attr("read_only"));
+  p.strides = stride_rule_of(spec.attr("strides"));
+  nb::object devices = spec.attr("devices");
+  if (!devices.is_none())
+    for (nb::handle d : devices) p.devices.push_back(nb::cast<int32_t>(d));
+  std::sort(p.devices.begin(), p.devices.end());
+  nb::object dtypes = spec.attr("dtypes");
+  if (!dtypes.is_none()) p.dtypes = dtypes_of(dtypes);
+  nb::object extension = spec.attr("extension");
+  if (!extension.is_none()) learn_extension(t, extension);
+  p.copied_dtypes = dtypes_of(spec.attr("copied_dtypes"));
+  p.copies_on_import = nb::cast<bool>(spec.attr("copies_on_import"));
+  p.alignment = nb::cast<uint32_t>(spec.attr("alignment"));
+  p.zero_dim = nb::cast<bool>(spec.attr("zero_dim"));
+  nb::object max_extent = spec.attr("max_extent");
+  if (!max_extent.is_none()) p.max_extent = nb::cast<int64_t>(max_extent);
+
+  HandOver& h = t.hand;
+  h.capsule = utf8_of(spec.attr("takes")) == "capsule";
+  h.copy_keyword = nb::cast<bool>(spec.attr("copy_keyword"));
+  nb::object adapter = spec.attr("hand_over");
+  if (!adapter.is_none()) h.adapter = adapter;
+  nb::object takes = spec.attr("entry_takes");
+  if (!takes.is_none()) {
+    h.entry_takes = true;
+    nb::object listed = takes.attr("dtypes");
+    if (!listed.is_none()) h.entry_dtypes = dtypes_of(listed);
+    h.entry_strides = stride_rule_of(takes.attr("strides"));
+  }
+}
+
+// The library's own array classes ("module:qualname"), as far as its
+// modules are imported now.
+void learn_own_types(LearntTarget& t, nb::handle paths) {
+  PyObject* modules = PyImport_GetModuleDict();
+  for (nb::handle path : paths) {
+    const std::string text = utf8_of(path);
+    const size_t colon = text.find(':');
+    if (colon == std::string::npos) continue;
+    PyObject* module = PyDict_GetItemString(modules, text.substr(0, colon).c_str());
+    if (module == nullptr) continue;
+    try {
+      nb::object found = attribute_path(nb::borrow(module), nb::str(text.substr(colon + 1).c_str()));
+      if (PyType_Check(found.ptr())) t.own_types.push_back(std::move(found));
+    } catch (nb::python_error& e) {
+      if (!e.matches(PyExc_AttributeError)) throw;
+    }
+  }
+}
+
+// convert._resolve(to) -> (name, Target | None, importer | None): None as
+// Target means "dlbridge"; an importer is given for targets passed as
+// objects, otherwise it is looked up as Target.module / Target.entry.
+TargetRef learn_target(PyObject* to) {
+  PyObject* args[] = {to};
+  nb::object resolved = nb::steal(PyObject_Vectorcall(hooks.resolve, args, 1, nullptr));
+  if (!resolved.is_valid()) throw nb::python_error();
+  nb::tuple r = nb::borrow<nb::tuple>(resolved);
+  auto t = std::make_shared<LearntTarget>();
+  t->name = PyUnicode_Check(to) ? interned_str(nb::handle(to)) : nb::borrow(to);
+  if (PyUnicode_Check(to)) {
+    PyObject* entry = dict_item(hooks.targets, to);
+    if (entry != nullptr) t->table_entry = nb::borrow(entry);
+  }
+  nb::handle spec = r[1];
+  if (spec.is_none()) {
+    t->to_dlbridge = true;
+    t->plan_target.name = "dlbridge";
+    t->plan_target.read_only = ReadOnlyRule::honoured;
+    return t;
+  }
+  t->name = PyUnicode_Check(to) ? t->name : nb::borrow(r[0]);
+  learn_description(*t, spec);
+  t->plan_target.name = utf8_of(nb::str(r[0]));
+  if (!r[2].is_none()) {
+    t->fixed_importer = nb::borrow(r[2]);
+  } else {
+    t->module_name = interned_str(spec.attr("module"));
+    for (nb::handle part : nb::str(spec.attr("entry")).attr("split")(".")) t->entry.push_back(interned_str(part));
+    t->module = nb::borrow(dict_item(PyImport_GetModuleDict(), t->module_name.ptr()));
+    if (!t->module.is_valid())
+      throw nb::import_error(("convert: " + utf8_of(spec.attr("module")) + " is not imported.").c_str());
+  }
+  learn_own_types(*t, spec.attr("array_types"));
+  const std::string api_path = utf8_of(spec.attr("exchange_api"));
+  if (!api_path.empty() && !t->fixed_importer.is_valid()) learn_exchange_api(*t, spec.attr("exchange_api"));
+  return t;
+}
+
+void learn_exchange_api(LearntTarget& t, nb::handle type_path) {
+  // A path the installed library lacks means no table: the importer is called.
+  nb::object type = t.module;
+  for (nb::handle part : nb::str(type_path).attr("split")(".")) {
+    type = attribute_or_none(type, utf8_of(part).c_str());
+    if (type.is_none()) return;
+  }
+  if (!PyType_Check(type.ptr())) return;
+  const abi::DLPackExchangeAPI* api = find_exchange_api(reinterpret_cast<PyTypeObject*>(type.ptr()));
+  if (api == nullptr || api->managed_tensor_to_py_object_no_sync == nullptr) return;
+  nb::object fn = nb::steal(current_importer(t));
+  if (!fn.is_valid()) return;
+  t.hand.api = api;
+  t.hand.api_function = std::move(fn);
+}
+
+// Whether every dict the last importer lookup read still has its version
+// (3.10/3.11 builds; elsewhere there are no stamps and this is false).
+bool lookup_unchanged(const LearntTarget& t) noexcept {
+  if (t.stamps.empty() || t.stamps[0].first.ptr() != PyImport_GetModuleDict()) return false;
+  for (const auto& [dict, version] : t.stamps)
+    if (py::dict_version(dict.ptr()) != version) return false;
+  return true;
+}
+
+// The importer as it is now; NULL (no error) when the module in sys.modules
+// was replaced since the target was learnt (the caller learns it again).
+PyObject* current_importer(const LearntTarget& t, bool unchanged) {
+  if (t.fixed_importer.is_valid()) return nb::object(t.fixed_importer).release().ptr();
+  if (unchanged || lookup_unchanged(t)) return nb::object(t.found_importer).release().ptr();
+  t.stamps.clear();
+  t.found_importer = nb::object();
+  std::vector<std::pair<nb::object, uint64_t>> stamps;
+  bool stampable = true;
+  const auto stamp = [&](PyObject* dict) {
+    const uint64_t version = py::dict_version(dict);
+    stampable = stampable && version != 0;
+    if (stampable) stamps.emplace_back(nb::borrow(dict), version);
+  };
+  PyObject* modules = PyImport_GetModuleDict();
+  stamp(modules);
+  if (dict_item(modules, t.module_name.ptr()) != t.module.ptr()) return nullptr;
+  nb::object fn = t.module;
+  for (const nb::object& part : t.entry) {
+    PyObject* next = nullptr;
+    if (PyModule_CheckExact(fn.ptr())) {
+      PyObject* dict = PyModule_GetDict(fn.ptr());
+      stamp(dict);
+      next = dict_item(dict, part.ptr());
+    }
+    // Not from a module's dict (a class attribute, a module __getattr__'s
+    // answer): no dict version stands for it.
+    stampable = stampable && next != nullptr;
+    fn = next != nullptr ? nb::borrow(next) : nb::steal(PyObject_GetAttr(fn.ptr(), part.ptr()));
+    if (!fn.is_valid()) throw nb::python_error();
+  }
+  if (stampable) {
+    t.stamps = std::move(stamps);
+    t.found_importer = fn;
+  }
+  return fn.release().ptr();
+}
+
+void forget(const LearntTarget* stale) {
+  auto& table = known_targets();
+  for (auto it = table.begin(); it != table.end(); ++it)
+    if (it->get() == stale) {
+      table.erase(it);
+      return;
+    }
+}
+
+// The learnt entry for a str target, learnt now if new or stale.
+TargetRef find_target(PyObject* to) {
+  TargetRef found;
+  for (const TargetRef& t : known_targets())
+    if (t->name.ptr() == to) found = t;
+  if (!found)
+    for (const TargetRef& t : known_targets())
+      if (PyUnicode_Compare(t->name.ptr(), to) == 0) found = t;
+  if (PyErr_Occurred()) throw nb::python_error();
+  if (found && dict_item(hooks.targets, to) == found->table_entry.ptr()) return found;
+  if (found) forget(found.get());
+  TargetRef learnt = learn_target(to);
+  known_targets().push_back(learnt);
+  return learnt;
+}
+
+// What a request asks of convert, parsed.
+struct ConvertRequest {
+  PyObject* device = Py_None;
+  std::optional<bool> copy;
+  bool shortcuts = true;  // false: the general route, for the differential test
+};
+
+bool is_own_array(PyObject* x, const LearntTarget& t) {
+  for (const nb::object& type : t.own_types)
+    if (PyObject_TypeCheck(x, reinterpret_cast<PyTypeObject*>(type.ptr()))) return true;
+  return false;
+}
+
+// x imported, and whether the import itself made the one copy that the
+// request allows (a move to device=, a byte-swapped copy of NumPy data in
+// the other byte order). Writability is what the source said.
+struct Imported {
+  Tensor tensor;
+  uint32_t reasons = 0;  // ImportReason bits
+  std::string why;
+};
+
+enum ImportReason : uint32_t {
+  moved_device = 1u << 0,    // device= asked for a move, which the producer or dlbridge made
+  producer_copy = 1u << 1,   // the producer delivered a copy (IS_COPIED)
+  swapped_bytes = 1u << 2,   // NumPy data in the other byte order, swapped into a copy
+};
+
+// NumPy data in the byte order this machine does not use, byte-swapped
+// into one native copy; NULL when x is no such array.
+nb::object native_byte_order_copy(nb::handle x) {
+  PyObject* numpy = PyDict_GetItemString(PyImport_GetModuleDict(), "numpy");
+  if (numpy == nullptr) return nb::object();
+  nb::object ndarray = nb::borrow(numpy).attr("ndarray");
+  if (!PyObject_TypeCheck(x.ptr(), reinterpret_cast<PyTypeObject*>(ndarray.ptr()))) return nb::object();
+  nb::object dtype = x.attr("dtype");
+  const std::string order = utf8_of(nb::str(dtype.attr("byteorder")));
+  if (order != ">") return nb::object();  // dlbridge's hosts are little-endian (platform.hpp)
+  return x.attr("astype")(dtype.attr("newbyteorder")("="));
+}
+
+Imported import_source(PyObject* x, const ConvertRequest& request) {
+  ExchangeRequest exchange;
+  if (request.device != Py_None) exchange.device = dl_device_from_python(request.device);
+  // copy=True is made by the plan (unpacking or compact, once); only a
+  // refusal to copy reaches the import.
+  if (request.copy == false) exchange.copy = false;
+  Imported out;
+  try {
+    out.tensor = import_object(x, exchange, "dlbridge.convert");
+  } catch (...) {
+    nb::object swapped = request.copy == false ? nb::object() : native_byte_order_copy(x);
+    if (!swapped.is_valid()) throw;
+    out.tensor = import_object(swapped, exchange, "dlbridge.convert");
+    out.reasons |= swapped_bytes;
+    out.why = "the source is in the byte order this machine does not use: one byte-swapped copy";
+  }
+  const auto& storage = out.tensor.storage();
+  if (out.reasons == 0 && storage && (storage->flags() & DLBRIDGE_FLAG_IS_COPIED)) {
+    out.reasons |= exchange.device ? moved_device : producer_copy;
+    out.why = exchange.device ? "device= moved the data, which is a copy" : "the producer delivered a copy";
+  }
+  return out;
+}
+
+Writability writability_of(const Tensor& t) {
+  if (t.writability_unknown()) return Writability::unknown;
+  return t.view().readonly() ? Writability::read_only : Writability::writable;
+}
+
+enum class Via : uint8_t { input, dlbridge, importer, exchange_api, adapter, capsule, extension };
+
+const char* via_name(Via via) {
+  switch (via) {
+    case Via::input: return "input";
+    case Via::dlbridge: return "dlbridge";
+    case Via::importer: return "importer";
+    case Via::exchange_api: return "exchange_api";
+    case Via::adapter: return "hand_over";
+    case Via::capsule: return "capsule";
+    case Via::extension: return "extension";
+  }
+  return "?";
+}
+
+// The whole decision for one call: the plan, and the hand-over it leads to.
+struct Decision {
+  bool return_input = false;
+  std::optional<Imported> imported;
+  ConvertPlan plan;
+  Via via = Via::importer;
+};
+
+bool entry_takes_view(const HandOver& h, const TensorView& v) {
+  if (!h.entry_takes) return false;
+  if (!h.entry_dtypes.empty() && !detail::dtype_listed(h.entry_dtypes, v.dtype())) return false;
+  return strides_fit(v.ndim(), v.shape(), v.strides(), h.entry_strides);
+}
+
+// The entry does no stream synchronisation: host memory only.
+Via choose_hand_over(const LearntTarget& t, const ConvertPlan& plan, const TensorView& v, PyObject* importer,
+                     bool shortcuts) {
+  if (plan.action == ConvertAction::hand_over_extension) return Via::extension;
+  if (t.hand.adapter.is_valid() && !entry_takes_view(t.hand, v)) return Via::adapter;
+  if (t.hand.capsule) return Via::capsule;
+  const bool on_host = plan.host_alias || v.device() == Device{};
+  if (shortcuts && on_host && t.hand.api != nullptr && importer == t.hand.api_function.ptr())
+    return Via::exchange_api;
+  return Via::importer;
+}
+
+Decision decide(PyObject* x, const LearntTarget& t, const ConvertRequest& request, PyObject* importer) {
+  Decision d;
+  if (t.to_dlbridge) {
+    d.via = Via::dlbridge;
+  } else if (request.device == Py_None && request.copy != true && is_own_array(x, t)) {
+    d.return_input = true;
+    d.via = Via::input;
+    return d;
+  }
+  d.imported = import_source(x, request);
+  const Tensor& tensor = d.imported->tensor;
+  std::optional<bool> copy = request.copy;
+  // A copy the import made is the one copy: private and writable.
+  if (d.imported->reasons != 0 && copy == true) copy = std::nullopt;
+  d.plan = plan_convert(tensor.view(), writability_of(tensor), t.plan_target, copy);
+  if (!t.to_dlbridge) d.via = choose_hand_over(t, d.plan, tensor.view(), importer, request.shortcuts);
+  return d;
+}
+
+nb::object extension_dtype(const LearntTarget& t, DType dtype) {
+  const DType scalar{dtype.code, dtype.bits, 1};
+  for (const auto& [d, found] : t.hand.extension_types)
+    if (d == scalar) return found;
+  throw nb::type_error("convert: the extension dtype vanished.");
+}
+
+// The tensor the plan hands over: dlbridge's copy, a relabelled view, or
+// the imported tensor itself.
+Tensor planned_tensor(Tensor tensor, const ConvertPlan& plan) {
+  if (plan.host_alias) tensor = tensor.with_view(tensor.view().with_device(Device{}));
+  if (plan.copy == CopyBy::dlbridge) {
+    if (plan.unpack) {
+      ManagedTensor out;
+      {
+        GilReleased unlocked;
+        out = copy_unpacked(tensor.view());
+      }
+      return tensor_from_managed(std::move(out));
+    }
+    return copy_tensor(tensor, tensor.view().device());
+  }
+  if (plan.legacy_capsule_ok) {
+    // The target never writes through it: it may leave as a legacy capsule.
+    Tensor out = tensor.with_view(tensor.view());
+    out.set_writability_unknown();
+    return out;
+  }
+  return tensor;
+}
+
+PyObject* call_importer(PyObject* importer, PyObject* arg, bool copy_false) {
+  if (!copy_false) return py::call_one_arg(importer, arg);
+  static PyObject* names = nb::make_tuple(nb::steal(PyUnicode_InternFromString("copy"))).release().ptr();
+  PyObject* args[] = {arg, Py_False};
+  return PyObject_Vectorcall(importer, args, 1, names);
+}
+
+PyObject* carry_out_decision(PyObject* x, const LearntTarget& t, const ConvertRequest& request, Decision& d,
+                             PyObject* importer) {
+  if (d.return_input) return Py_NewRef(x);
+  Tensor tensor = planned_tensor(std::move(d.imported->tensor), d.plan);
+  const bool copy_false = request.copy == false && t.hand.copy_keyword;
+  switch (d.via) {
+    case Via::dlbridge:
+      return wrap_tensor(std::move(tensor)).release().ptr();
+    case Via::exchange_api:
+      if (PyObject* out = hand_over(t.hand.api, tensor)) return out;
+      // The table refused what the importer may take: the importer decides.
+      if (!PyErr_ExceptionMatches(PyExc_Exception)) return nullptr;
+      PyErr_Clear();
+      break;
+    case Via::extension: {
+      nb::object dtype = extension_dtype(t, tensor.view().dtype());
+      return t.hand.extension_hand_over(wrap_tensor(std::move(tensor)), dtype).release().ptr();
+    }
+    case Via::adapter: {
+      nb::object copy_arg = request.copy ? nb::object(nb::bool_(*request.copy)) : nb::object(nb::none());
+      return t.hand.adapter(wrap_tensor(std::move(tensor)), copy_arg).release().ptr();
+    }
+    case Via::capsule: {
+      nb::object capsule = make_capsule(tensor, ExportFormat::legacy, 0);
+      return call_importer(importer, capsule.ptr(), false);
+    }
+    case Via::importer:
+    case Via::input:
+      break;
+  }
+  nb::object arg = wrap_tensor(std::move(tensor));
+  return call_importer(importer, arg.ptr(), copy_false);
+}
+
+// One call of convert or plan_convert: the target learnt, the importer
+// current, the decision made; carried out when `run`.
+template <typename Finish>
+PyObject* convert_call(PyObject* x, PyObject* to, const ConvertRequest& request, Finish&& finish) {
+  if (hooks.targets == nullptr) throw nb::type_error("convert: dlbridge.convert is not set up.");
+  TargetRef target = PyUnicode_CheckExact(to) && request.shortcuts ? find_target(to) : learn_target(to);
+  nb::object importer;
+  if (!target->to_dlbridge) {
+    importer = nb::steal(current_importer(*target));
+    if (!importer.is_valid()) {
+      // The module in sys.modules was replaced: learn the target afresh.
+      if (PyErr_Occurred()) throw nb::python_error();
+      if (PyUnicode_CheckExact(to)) forget(target.get());
+      target = learn_target(to);
+      importer = nb::steal(current_importer(*target));
+      if (!importer.is_valid()) throw nb::python_error();
+    }
+  }
+  Decision d = decide(x, *target, request, importer.ptr());
+  return finish(x, *target, d, importer.ptr());
+}
+
+ConvertRequest parse_request(const char* function, PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames,
+                             int positional) {
+  static PyObject* const names[] = {PyUnicode_InternFromString("device"), PyUnicode_InternFromString("copy")};
+  const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+  if (nargs != positional)
+    throw nb::type_error((std::string(function) + "() takes exactly two positional arguments (" +
+                          std::to_string(nargs) + " given).")
+                             .c_str());
+  PyObject* values[2] = {Py_None, Py_None};
+  if (kwnames != nullptr) match_keywords(function, names, 2, args + positional, kwnames, values);
+  ConvertRequest request;
+  request.device = values[0];
+  if (values[1] != Py_None) request.copy = copy_from_python(values[1]);
+  if (values[0] != Py_None) (void)dl_device_from_python(values[0]);  // a bad device is refused first
+  return request;
+}
+
+PyObject* convert_entry(PyObject*, PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames) noexcept {
+  return python_boundary<PyObject*>(nullptr, [&]() -> PyObject* {
+    const ConvertRequest request = parse_request("convert", args, nargsf, kwnames, 2);
+    return convert_call(args[0], args[1], request,
+                        [&](PyObject* x, const LearntTarget& t, Decision& d, PyObject* importer) {
+                          return carry_out_decision(x, t, request, d, importer);
+                        });
+  });
+}
+
+PyMethodDef convert_def = {
+    "convert", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(convert_entry)),
+    METH_FASTCALL | METH_KEYWORDS,
+    "convert(x, to, /, *, device=None, copy=None)\n--\n\n"
+    "Hand x to `to` (a library name of dlbridge.libraries.TARGETS, \"dlbridge\", or a module or "
+    "callable with from_dlpack) with the least work the target accepts: x itself when it is "
+    "already the target's array, zero-copy where nothing can be written through the result into "
+    "memory that must not change, otherwise exactly one copy (copy=None); copy=True always hands "
+    "over one private, writable copy; copy=False never copies and refuses with a coded error. "
+    "dlbridge.plan_convert(x, to) says what convert would do and why."};
+
+// What plan_convert returns: the plan in words.
+struct PlanSummary {
+  std::string target;
+  std::string action;  // "return_input" | "hand_over" | "hand_over_extension"
+  std::string copy;    // "none" | "dlbridge" | "target"
+  std::vector<std::string> reasons;
+  std::string why;
+  std::string via;
+  bool unpack = false;
+  bool host_alias = false;
+};
+
+PlanSummary summarise(const LearntTarget& t, const Decision& d) {
+  PlanSummary s;
+  s.target = t.plan_target.name;
+  s.via = via_name(d.via);
+  if (d.return_input) {
+    s.action = "return_input";
+    s.copy = "none";
+    return s;
+  }
+  const ConvertPlan& p = d.plan;
+  s.action = p.action == ConvertAction::hand_over_extension ? "hand_over_extension" : "hand_over";
+  s.unpack = p.unpack;
+  s.host_alias = p.host_alias;
+  const uint32_t imported = d.imported->reasons;
+  s.copy = p.copy == CopyBy::dlbridge || (imported != 0 && p.copy == CopyBy::none) ? "dlbridge"
+           : p.copy == CopyBy::target                                               ? "target"
+                                                                                     : "none";
+  if (imported & moved_device) s.reasons.push_back("device");
+  if (imported & producer_copy) s.reasons.push_back("producer");
+  if (imported & swapped_bytes) s.reasons.push_back("byte_order");
+  const std::pair<uint32_t, const char*> names[] = {
+      {copy_requested, "requested"},        {copy_for_read_only, "read_only"},
+      {copy_for_layout, "layout"},          {copy_for_unpacking, "unpacking"},
+      {copy_by_target_import, "target_import"}, {copy_for_alignment, "alignment"}};
+  for (const auto& [bit, name] : names)
+    if (p.reasons & bit) s.reasons.push_back(name);
+  s.why = d.imported->why;
+  if (!p.why.empty()) s.why += (s.why.empty() ? "" : "; ") + p.why;
+  return s;
+}
+
+PyObject* plan_convert_entry(PyObject*, PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames) noexcept {
+  return python_boundary<PyObject*>(nullptr, [&]() -> PyObject* {
+    const ConvertRequest request = parse_request("plan_convert", args, nargsf, kwnames, 2);
+    return convert_call(args[0], args[1], request,
+                        [&](PyObject*, const LearntTarget& t, Decision& d, PyObject*) {
+                          return nb::cast(summarise(t, d)).release().ptr();
+                        });
+  });
+}
+
+PyMethodDef plan_convert_def = {
+    "plan_convert", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(plan_convert_entry)),
+    METH_FASTCALL | METH_KEYWORDS,
+    "plan_convert(x, to, /, *, device=None, copy=None)\n--\n\n"
+    "What dlbridge.convert(x, to, device=device, copy=copy) would do, and why, without handing "
+    "anything over: the same decision convert carries out (x is imported to see it). Raises the "
+    "coded error convert would raise."};
+
+}  // namespace
+
+void bind_convert(nb::module_& m) {
+  nb::class_<PlanSummary>(m, "ConversionPlan",
+                          "What dlbridge.convert does with one input for one target (dlbridge.plan_convert).")
+      .def_ro("target", &PlanSummary::target, "The target library's name.")
+      .def_ro("action", &PlanSummary::action,
+              "'return_input' (x is already the target's array), 'hand_over', or 'hand_over_extension' "
+              "(through the extension package's dtype, e.g. ml_dtypes for NumPy).")
+      .def_ro("copy", &PlanSummary::copy,
+              "Who makes the one copy: 'none' (zero-copy), 'dlbridge', or 'target' (its own import copies).")
+      .def_prop_ro("reasons",
+                   [](const PlanSummary& s) {
+                     nb::list out;
+                     for (const std::string& r : s.reasons) out.append(nb::str(r.c_str()));
+                     return nb::tuple(out);
+                   },
+                   "Why a copy is made: any of 'requested', 'read_only', 'layout', 'unpacking', "
+                   "'target_import', 'alignment', 'device', 'producer', 'byte_order'.")
+      .def_ro("why", &PlanSummary::why, "The reasons in words; empty without a copy.")
+      .def_ro("via", &PlanSummary::via,
+              "How the target receives it: 'input', 'dlbridge', 'importer' (its from_dlpack), 'exchange_api' "
+              "(its DLPack C exchange API), 'hand_over' (dlbridge's hand-over for that library), 'capsule' "
+              "(a legacy capsule), 'extension'.")
+      .def_ro("unpack", &PlanSummary::unpack, "dlbridge's copy stores one value per byte.")
+      .def_ro("host_alias", &PlanSummary::host_alias,
+              "Host-accessible memory (pinned, managed) is handed over as kDLCPU.")
+      .def_prop_ro("zero_copy", [](const PlanSummary& s) { return s.copy == "none"; },
+                   "Whether the result shares x's memory.")
+      .def("__repr__", [](const PlanSummary& s) {
+        std::string text = "ConversionPlan(target='" + s.target + "', action='" + s.action + "', copy='" +
+                           s.copy + "', via='" + s.via + "'";
+        if (!s.why.empty()) text += ", why='" + s.why + "'";
+        return text + ")";
+      });
+  add_function(m, &convert_def);
+  add_function(m, &plan_convert_def);
+  m.def("_convert_general",
+        [](nb::handle x, nb::handle to, nb::handle device, nb::handle copy) {
+          ConvertRequest request;
+          request.device = device.ptr();
+          request.copy = copy_from_python(copy);
+          request.shortcuts = false;
+          return nb::steal(convert_call(x.ptr(), to.ptr(), request,
+                                        [&](PyObject* xx, const LearntTarget& t, Decision& d, PyObject* importer) {
+                                          return carry_out_decision(xx, t, request, d, importer);
+                                        }));
+        },
+        nb::arg("x"), nb::arg("to"), nb::arg("device") = nb::none(), nb::arg("copy") = nb::none(),
+        "convert without its shortcuts (a target learnt afresh, no C exchange API hand-over), for tests.");
+  m.def("_install_convert",
+        [](nb::object targets, nb::object resolve) {
+          if (!PyDict_Check(targets.ptr())) throw nb::type_error("targets must be a dict.");
+          // Held for the process, as the module holding them is.
+          py::replace(hooks.targets, targets.release().ptr());
+          py::replace(hooks.resolve, resolve.release().ptr());
+          known_targets().clear();
+        },
+        nb::arg("targets"), nb::arg("resolve"), "Set convert's target table (dlbridge.convert does, once).");
+}
+
+}  // namespace dlbridge::python
