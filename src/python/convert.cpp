@@ -236,8 +236,11 @@ TargetRef learn_target(PyObject* to) {
   t->name = PyUnicode_Check(to) ? t->name : nb::borrow(r[0]);
   learn_description(*t, spec);
   t->plan_target.name = utf8_of(nb::str(r[0]));
+  const std::string entry = utf8_of(nb::str(spec.attr("entry")));
   if (!r[2].is_none()) {
     t->fixed_importer = nb::borrow(r[2]);
+  } else if (entry.empty()) {
+    t->fixed_importer = nb::none();  // every hand-over goes through Target.hand_over
   } else {
     t->module_name = interned_str(spec.attr("module"));
     for (nb::handle part : nb::str(spec.attr("entry")).attr("split")(".")) t->entry.push_back(interned_str(part));

@@ -134,6 +134,14 @@ nb::object call_dlpack_max_version(nb::handle x, nb::handle stream, ProducerType
   return nb::steal(result);
 }
 
+// Whether a producer's exception says it does not take a keyword: a plain
+// TypeError, as Python, Cython and the binding libraries raise for an
+// unexpected keyword. A subclass is the producer refusing the data itself
+// (pyarrow's ArrowTypeError for nulls is a TypeError): taking it for a
+// missing keyword would ask again with no keywords (a legacy capsule, with
+// pyarrow's deprecation warning at the caller's line) and remember that.
+bool rejects_keywords(const nb::python_error& e) { return e.type().ptr() == PyExc_TypeError; }
+
 // The first call to a type's __dlpack__, with every keyword the request
 // needs; a TypeError walks down to fewer keywords.
 nb::object call_dlpack_probing(nb::handle x, ProducerType& known, const ExchangeRequest& request) {
@@ -154,7 +162,7 @@ nb::object call_dlpack_probing(nb::handle x, ProducerType& known, const Exchange
       // it cannot serve dl_device or copy=False itself: dlbridge then takes
       // the data as it is and moves it, or refuses with its own coded error
       // (finish_import), instead of passing on an uncoded one.
-      if (!e.matches(PyExc_TypeError) && !e.matches(PyExc_BufferError)) throw;
+      if (!rejects_keywords(e) && !e.matches(PyExc_BufferError)) throw;
     }
   }
   if (known.level != ProtocolLevel::no_keywords) {
@@ -163,7 +171,7 @@ nb::object call_dlpack_probing(nb::handle x, ProducerType& known, const Exchange
       known.level = ProtocolLevel::max_version_only;
       return capsule;
     } catch (nb::python_error& e) {
-      if (!e.matches(PyExc_TypeError) || known.level == ProtocolLevel::max_version_only) throw;
+      if (!rejects_keywords(e) || known.level == ProtocolLevel::max_version_only) throw;
     }
   }
   nb::object capsule = x.attr("__dlpack__")();

@@ -105,7 +105,9 @@ Tensor ask_arrow_second_look(nb::handle x, const ExchangeRequest& request) {
 
 }  // namespace
 
-Tensor import_object(nb::handle x, const ExchangeRequest& request, const char* entry) {
+namespace {
+
+Tensor import_any(nb::handle x, const ExchangeRequest& request, const char* entry) {
   ProducerType* known = recent_producer(Py_TYPE(x.ptr()));
   if (known == nullptr) {
     if (const Tensor* t = as_tensor(x)) return finish_import(*t, request, false);
@@ -118,24 +120,19 @@ Tensor import_object(nb::handle x, const ExchangeRequest& request, const char* e
   }
   if (known != nullptr) {
     try {
-      try {
-        return import_from_producer(x, *known, request);
-      } catch (nb::python_error& e) {
-        // KeyboardInterrupt, SystemExit and dlbridge's own coded errors go
-        // on as they are; every other exception of the producer is its
-        // refusal, reported as the coded error it stands for.
-        if (!e.matches(PyExc_Exception) || is_dlpack_error(e)) throw;
-        std::optional<Tensor> fallback;
-        if (e.matches(PyExc_BufferError)) {
-          fallback = import_extension_dtype(x);
-          if (!fallback) check_byte_order(x);
-        }
-        if (!fallback) raise_producer_refusal(x, policy_of(*known), e);
-        return finish_import(std::move(*fallback), request, false);
+      return import_from_producer(x, *known, request);
+    } catch (nb::python_error& e) {
+      // KeyboardInterrupt, SystemExit and dlbridge's own coded errors go
+      // on as they are; every other exception of the producer is its
+      // refusal, reported as the coded error it stands for.
+      if (!e.matches(PyExc_Exception) || is_dlpack_error(e)) throw;
+      std::optional<Tensor> fallback;
+      if (e.matches(PyExc_BufferError)) {
+        fallback = import_extension_dtype(x);
+        if (!fallback) check_byte_order(x);
       }
-    } catch (...) {
-      if (arrow_second_look == nullptr || !type_from_module(Py_TYPE(x.ptr()), "pyarrow")) throw;
-      return ask_arrow_second_look(x, request);
+      if (!fallback) raise_producer_refusal(x, policy_of(*known), e);
+      return finish_import(std::move(*fallback), request, false);
     }
   }
   // An object with both views is read through __array_interface__, which
@@ -155,6 +152,17 @@ Tensor import_object(nb::handle x, const ExchangeRequest& request, const char* e
                         nb::inst_name(x).c_str() +
                         ": it has no __dlpack__, buffer protocol or __array_interface__.")
                            .c_str());
+}
+
+}  // namespace
+
+Tensor import_object(nb::handle x, const ExchangeRequest& request, const char* entry) {
+  try {
+    return import_any(x, request, entry);
+  } catch (...) {
+    if (arrow_second_look == nullptr || !type_from_module(Py_TYPE(x.ptr()), "pyarrow")) throw;
+    return ask_arrow_second_look(x, request);
+  }
 }
 
 void bind_import(nb::module_& m) {

@@ -72,10 +72,25 @@ inline PyObject* call_one_arg(PyObject* callable, PyObject* arg) noexcept {
     out = reinterpret_cast<PyCFunction>(entry)(self, arg);
   else
     return PyObject_CallOneArg(callable, arg);
-  if (out == nullptr && !PyErr_Occurred())
+  if (out == nullptr && !PyErr_Occurred()) {
     PyErr_SetString(PyExc_SystemError, "a builtin function returned NULL without setting an exception");
-  else if (out != nullptr && PyErr_Occurred())
-    Py_CLEAR(out);  // a result beside a raised exception is not one; the exception stands
+  } else if (out != nullptr && PyErr_Occurred()) {
+    // As CPython's own call does: a result beside a raised exception is a
+    // SystemError, the exception its cause.
+    Py_CLEAR(out);
+    PyObject *type = nullptr, *value = nullptr, *traceback = nullptr;
+    PyErr_Fetch(&type, &value, &traceback);
+    PyErr_NormalizeException(&type, &value, &traceback);
+    if (traceback != nullptr) PyException_SetTraceback(value, traceback);
+    Py_XDECREF(type);
+    Py_XDECREF(traceback);
+    PyErr_SetString(PyExc_SystemError, "a builtin function returned a result with an exception set");
+    PyObject *stype = nullptr, *svalue = nullptr, *straceback = nullptr;
+    PyErr_Fetch(&stype, &svalue, &straceback);
+    PyErr_NormalizeException(&stype, &svalue, &straceback);
+    PyException_SetCause(svalue, value);  // steals value
+    PyErr_Restore(stype, svalue, straceback);
+  }
   return out;
 #endif
 }

@@ -171,9 +171,12 @@ TEST(PlanConvert, ReadOnlyDataReachesTargetsThatSeeTheFlagOrNeverWriteWithoutACo
       const ConvertPlan p = plan(v, t, false, w);
       EXPECT_EQ(p.copy, CopyBy::none) << t.name;
     }
-    // A legacy capsule may carry known read-only data only to a target that never writes.
-    EXPECT_EQ(plan(v, jax_like(), std::nullopt, w).read_only_to_immutable, w == Writability::read_only);
-    EXPECT_FALSE(plan(v, numpy_like(), std::nullopt, w).read_only_to_immutable);
+    // A legacy capsule may carry protected data only to a target that never writes.
+    EXPECT_TRUE(plan(v, jax_like(), std::nullopt, w).legacy_capsule_ok);
+    EXPECT_TRUE(plan(v, mlx_like(), std::nullopt, w).legacy_capsule_ok);
+    EXPECT_FALSE(plan(v, numpy_like(), std::nullopt, w).legacy_capsule_ok);
+    EXPECT_FALSE(plan(v, torch_like(), std::nullopt, w).legacy_capsule_ok);
+    EXPECT_FALSE(plan(view_of({3, 4}), jax_like(), std::nullopt).legacy_capsule_ok);
   }
 }
 

@@ -8,13 +8,28 @@ import torch
 from conftest import check_error
 
 import dlbridge
-from dlbridge.convert import ML_DTYPES, TARGETS, convert as convert_fn, resolve, strides_fit
+from dlbridge._core import strides_fit as _strides_fit
+from dlbridge.convert import TARGETS, _resolve as resolve, convert as convert_fn
+from dlbridge.libraries.numpy import ML_DTYPES
+
+
+def strides_fit(shape, strides, rule):
+    return _strides_fit(tuple(shape), tuple(strides), rule)
 
 
 def readonly(a):
     a = np.array(a)
     a.flags.writeable = False
     return a
+
+
+def aligned(a, alignment=64):
+    """A copy of a whose data starts on an `alignment`-byte boundary (JAX copies anything less aligned)."""
+    raw = np.empty(a.nbytes + alignment, dtype=np.uint8)
+    start = -raw.ctypes.data % alignment
+    out = raw[start:start + a.nbytes].view(a.dtype).reshape(a.shape)
+    out[...] = a
+    return out
 
 
 def test_convert_is_the_public_function():
@@ -66,14 +81,18 @@ def test_layout_fix_refused_when_copy_is_false():
     assert "copy=None" in check_error(excinfo, dlbridge.LayoutError, "unsupported_layout")
 
 
-def test_read_only_to_torch_is_refused_unless_copy():
+def test_read_only_to_torch_is_one_private_copy():
+    # torch cannot see READ_ONLY: copy=None hands it one private copy (the array
+    # API's meaning), copy=True the same, copy=False refuses with the way out.
     a = readonly(np.arange(4, dtype=np.float32))
+    for copy in (None, True):
+        out = convert_fn(a, "torch", copy=copy)
+        assert out.data_ptr() != a.ctypes.data
+        out += 1  # a private copy: the read-only source must not change
+        np.testing.assert_array_equal(a, np.arange(4, dtype=np.float32))
     with pytest.raises(dlbridge.ReadOnlyError) as excinfo:
-        convert_fn(a, "torch")
-    assert "copy=True" in check_error(excinfo, dlbridge.ReadOnlyError, "read_only")
-    out = convert_fn(a, "torch", copy=True)
-    out += 1  # a private copy: the read-only source must not change
-    np.testing.assert_array_equal(a, np.arange(4, dtype=np.float32))
+        convert_fn(a, "torch", copy=False)
+    assert "copy=None" in check_error(excinfo, dlbridge.ReadOnlyError, "read_only")
 
 
 def test_read_only_to_numpy_stays_read_only():
@@ -81,14 +100,16 @@ def test_read_only_to_numpy_stays_read_only():
     assert not out.flags.writeable
 
 
-def test_read_only_to_jax_works_because_jax_never_writes():
-    a = readonly(np.arange(4.0))
+def test_read_only_to_jax_is_zero_copy_because_jax_never_writes():
+    a = aligned(np.arange(4.0))
+    a.flags.writeable = False
     with pytest.raises(BufferError):
         jnp.from_dlpack(a)  # the direct path: NumPy refuses a legacy export of read-only data
-    np.testing.assert_array_equal(np.asarray(convert_fn(a, "jax")), a)
-    with pytest.raises(dlbridge.CopyRequiredError) as excinfo:
-        convert_fn(a, "jax", copy=False)
-    check_error(excinfo, dlbridge.CopyRequiredError, "copy_required")
+    for copy in (None, False):
+        out = convert_fn(a, "jax", copy=copy)
+        np.testing.assert_array_equal(np.asarray(out), a)
+        assert out.unsafe_buffer_pointer() == a.ctypes.data
+    assert dlbridge.plan_convert(a, "jax").zero_copy
 
 
 def test_dtype_the_target_cannot_hold_is_refused_with_the_fix():
@@ -200,15 +221,25 @@ def test_packed_fp4_from_torch_is_unpacked_into_one_copy():
     assert "copy=None" in check_error(excinfo, dlbridge.CopyRequiredError, "copy_required")
 
 
-def test_without_ml_dtypes_numpy_refuses_with_the_fix(monkeypatch):
+def test_without_ml_dtypes_numpy_refuses_with_the_fix():
+    # A process where `import ml_dtypes` fails, as where it is not installed.
+    import subprocess
     import sys
 
-    monkeypatch.setitem(sys.modules, "ml_dtypes", None)  # makes `import ml_dtypes` raise ImportError
-    with pytest.raises(dlbridge.UnsupportedDTypeError) as excinfo:
-        convert_fn(torch.ones(3, dtype=torch.bfloat16), "numpy")
-    message = check_error(excinfo, dlbridge.UnsupportedDTypeError, "unsupported_dtype")
-    assert "ml_dtypes" in excinfo.value.hint and "bfloat16" in message
-    assert convert_fn(torch.ones(3), "numpy").dtype == np.float32  # standard dtypes need no ml_dtypes
+    code = """
+import sys
+sys.modules["ml_dtypes"] = None
+import numpy as np, torch, dlbridge
+try:
+    dlbridge.convert(torch.ones(3, dtype=torch.bfloat16), "numpy")
+except dlbridge.UnsupportedDTypeError as e:
+    assert e.code == "unsupported_dtype" and "ml_dtypes" in str(e) and "bfloat16" in str(e), str(e)
+else:
+    raise SystemExit("converted without ml_dtypes")
+assert dlbridge.convert(torch.ones(3), "numpy").dtype == np.float32  # standard dtypes need no ml_dtypes
+"""
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
 
 
 def test_every_ml_dtypes_name_is_a_dlpack_dtype_and_an_ml_dtypes_type():
@@ -229,11 +260,14 @@ def test_copy_true_never_aliases():
 def test_targets_by_module_and_by_callable():
     a = np.arange(6.0).reshape(2, 3)
     assert isinstance(convert_fn(a, torch), torch.Tensor)
-    assert resolve(torch)[0] is TARGETS["torch"]
+    assert resolve(torch)[1] is TARGETS["torch"]
     assert isinstance(convert_fn(a, torch.from_dlpack), torch.Tensor)
-    # A callable we know nothing about is not trusted with read-only data.
-    with pytest.raises(dlbridge.ReadOnlyError):
-        convert_fn(readonly(a), torch.from_dlpack)
+    # A callable we know nothing about is not trusted with read-only data: it gets a copy.
+    r = readonly(a)
+    out = convert_fn(r, lambda t: torch.from_dlpack(t))
+    out += 1
+    np.testing.assert_array_equal(r, a)
+    assert dlbridge.plan_convert(r, lambda t: t).reasons == ("read_only",)
 
 
 def test_bad_targets():
@@ -274,5 +308,4 @@ def test_read_only_data_that_needs_a_copy_anyway_is_handed_over_as_that_copy():
     assert out.tolist() == [5.0, 4.0, 3.0, 2.0, 1.0, 0.0]
     out[0] = 100.0
     assert a[-1] == 5.0
-    with pytest.raises(dlbridge.ReadOnlyError):
-        dlbridge.convert(a, "torch")  # no copy planned: still refused
+    assert dlbridge.plan_convert(a[::-1], "torch").reasons == ("layout",)  # one copy, for both reasons

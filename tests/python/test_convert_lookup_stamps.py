@@ -1,6 +1,6 @@
 """convert remembers the import function it found for a target while no dict
 it read to find it has changed (convert.TARGETS, sys.modules, the module's
-dict; src/python/convert_route.cpp, on the builds that can read dict
+dict; src/python/convert.cpp, on the builds that can read dict
 versions). Each change after a remembered call must be seen on the next one."""
 
 import sys
@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import dlbridge
-from dlbridge.convert import TARGETS, Target
+from dlbridge.convert import TARGETS
+from dlbridge.libraries._spec import Target
 
 NAME = "stamplib"
 
@@ -34,8 +35,7 @@ def stamplib(monkeypatch):
     module = make_module("first")
     monkeypatch.setitem(sys.modules, NAME, module)
     monkeypatch.setitem(TARGETS, NAME, Target(
-        NAME, NAME, "from_dlpack", versioned=True, read_only="ignored", strides="any",
-        devices=frozenset({1}), dtypes=None))
+        NAME, "from_dlpack", read_only="ignored", strides="any", devices=frozenset({1}), dtypes=None))
     for _ in range(2):
         assert dlbridge.convert(np.arange(3.0), NAME)[0] == "first"
     yield module
@@ -49,8 +49,7 @@ def test_a_replaced_import_function_is_called_on_the_next_convert(stamplib, monk
     # undo() also removed the library; put it back as it was.
     monkeypatch.setitem(sys.modules, NAME, stamplib)
     monkeypatch.setitem(TARGETS, NAME, Target(
-        NAME, NAME, "from_dlpack", versioned=True, read_only="ignored", strides="any",
-        devices=frozenset({1}), dtypes=None))
+        NAME, "from_dlpack", read_only="ignored", strides="any", devices=frozenset({1}), dtypes=None))
     assert dlbridge.convert(np.arange(3.0), NAME)[0] == "first"
 
 
@@ -63,8 +62,7 @@ def test_a_module_replaced_in_sys_modules_is_the_one_used(stamplib, monkeypatch)
 def test_a_replaced_target_entry_is_read_again(stamplib, monkeypatch):
     stamplib.other_import = lambda x: ("other", x)
     monkeypatch.setitem(TARGETS, NAME, Target(
-        NAME, NAME, "other_import", versioned=True, read_only="ignored", strides="any",
-        devices=frozenset({1}), dtypes=None))
+        NAME, "other_import", read_only="ignored", strides="any", devices=frozenset({1}), dtypes=None))
     assert dlbridge.convert(np.arange(3.0), NAME)[0] == "other"
 
 

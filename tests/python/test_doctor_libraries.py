@@ -82,8 +82,7 @@ def test_tvm_ffi_to_tensorflow_through_dlbridge_carries_complex():
 @pytest.mark.parametrize("name", ["tensorflow", "paddle"])
 def test_cases_decided_without_importing_match_what_make_refuses(name):
     from dlbridge.doctor.cases import CASES
-    from dlbridge.doctor.libraries import NotApplicable, discover
-    from dlbridge.doctor.peers import CANNOT_MAKE
+    from dlbridge.doctor.libraries import NotApplicable, cannot_make, discover
 
     lib = discover([name])[0][name]
     for case in CASES:
@@ -92,4 +91,4 @@ def test_cases_decided_without_importing_match_what_make_refuses(name):
             refused = None
         except NotApplicable as exc:
             refused = str(exc)
-        assert CANNOT_MAKE[name](case.build()) == refused, case.name
+        assert cannot_make(name)(case.build()) == refused, case.name

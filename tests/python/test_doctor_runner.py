@@ -48,7 +48,7 @@ def test_nothing_to_run_gives_no_batches():
 def test_an_unlisted_crash_is_reported_and_its_child_restarts(monkeypatch):
     # With no crash known in advance, torch's abort happens in the shared child; the
     # exchanges after it still run in a fresh child.
-    monkeypatch.setattr(runner, "_ABORTS", set())
+    monkeypatch.setattr(runner, "direct_aborts", lambda consumer: ())
     tasks = [case("numpy", "numpy", "float32"), case("numpy", "torch", "negative"), case("numpy", "numpy", "int8")]
     results = runner.run_tasks(["numpy", "torch"], tasks)
     assert [r["status"] for r in results] == ["zero-copy", "crash", "zero-copy"]

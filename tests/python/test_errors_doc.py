@@ -74,6 +74,12 @@ def _consume_twice():
 
 
 # One real trigger per code (more where the core and convert raise it separately).
+def _list_array():
+    import pyarrow as pa
+
+    return pa.array([[1, 2], [3, 4]])
+
+
 TRIGGERS = {
     "unsupported_device_type#number": lambda: dlbridge.to_dlpack(np.arange(3.0), dl_device=(99, 0)),
     "unsupported_device_type#name": lambda: dlbridge.to_dlpack(np.arange(3.0), dl_device=(7, 0)),
@@ -82,14 +88,14 @@ TRIGGERS = {
     "unsupported_dtype#convert": lambda: dlbridge.convert(np.zeros(2, dtype=np.uint16), "torch"),
     "unsupported_layout": lambda: dlbridge.convert(np.arange(6.0)[::-1], "jax", copy=False),
     "read_only#legacy": lambda: dlbridge.to_dlpack(_readonly_numpy()),
-    "read_only#convert": lambda: dlbridge.convert(_readonly_numpy(), "torch"),
+    "read_only#convert": lambda: dlbridge.convert(_readonly_numpy(), "torch", copy=False),
     "unsupported_version": lambda: dlbridge.from_dlpack(_testing.make_capsule(version=(2, 0))),
-    "copy_required": lambda: dlbridge.convert(_readonly_numpy(), "jax", copy=False),
+    "copy_required": lambda: dlbridge.convert(np.arange(3.0), "mlx", copy=False),
     "invalid_stream": lambda: dlbridge.to_dlpack(np.arange(3.0), stream=1),
     "capsule_consumed": _consume_twice,
     "invalid_tensor#null": lambda: dlbridge.from_dlpack(_testing.make_capsule(null_data=True)),
     "invalid_tensor#fp4": lambda: dlbridge.from_dlpack(_testing.make_capsule(dtype=(17, 8, 1))),
-    "producer_refused": lambda: dlbridge.from_dlpack(torch.ones(2, requires_grad=True), copy=False),
+    "producer_refused": lambda: dlbridge.from_dlpack(_list_array()),
 }
 
 

@@ -24,10 +24,10 @@ def readonly(a):
 
 def test_a_replaced_target_entry_is_read_again(monkeypatch):
     a = readonly(np.arange(4.0))
-    with pytest.raises(dlbridge.ReadOnlyError):
-        dlbridge.convert(a, "torch")  # learnt: torch ignores READ_ONLY
+    assert dlbridge.convert(a, "torch").data_ptr() != a.ctypes.data  # learnt: torch ignores READ_ONLY
     monkeypatch.setitem(TARGETS, "torch", dataclasses.replace(TARGETS["torch"], read_only="honoured"))
-    assert dlbridge.convert(a, "torch").tolist() == [0.0, 1.0, 2.0, 3.0]
+    out = dlbridge.convert(a, "torch")
+    assert out.tolist() == [0.0, 1.0, 2.0, 3.0] and out.data_ptr() == a.ctypes.data
 
 
 def test_a_replaced_import_function_is_the_one_called(monkeypatch):
@@ -38,36 +38,41 @@ def test_a_replaced_import_function_is_the_one_called(monkeypatch):
     assert tag == "patched" and isinstance(handed, dlbridge.Tensor)
 
 
-def test_the_libraries_own_array_goes_to_its_own_from_dlpack(monkeypatch):
+def test_the_libraries_own_array_is_returned_as_it_is(monkeypatch):
     calls = []
     original = np.from_dlpack
     monkeypatch.setattr(np, "from_dlpack", lambda x: calls.append(type(x)) or original(x))
     a = np.arange(3.0)
-    dlbridge.convert(a, "numpy")
+    assert dlbridge.convert(a, "numpy") is a
     dlbridge.convert(torch.arange(3.0), "numpy")
-    assert calls == [np.ndarray, dlbridge.Tensor]
+    assert calls == [dlbridge.Tensor]
+    # Asked for a device or a copy, it is not the input any more.
+    assert dlbridge.convert(a, "numpy", copy=True) is not a
+    assert dlbridge.convert(a, "numpy", device="cpu") is not a
 
 
-def test_a_refusal_of_the_direct_call_goes_to_the_general_route():
-    # numpy.from_dlpack refuses NumPy's own bfloat16 arrays; the general
-    # route hands them over through ml_dtypes instead.
+def test_numpys_own_bfloat16_reaches_numpy_as_it_is():
+    # numpy.from_dlpack refuses NumPy's own bfloat16 arrays; convert returns the array.
     import ml_dtypes
 
     a = np.arange(4, dtype=np.float32).astype(ml_dtypes.bfloat16)
     with pytest.raises(BufferError):
         np.from_dlpack(a)
-    out = dlbridge.convert(a, "numpy")
-    assert out.dtype == ml_dtypes.bfloat16 and out.ctypes.data == a.ctypes.data
+    assert dlbridge.convert(a, "numpy") is a
+    out = dlbridge.convert(a, "numpy", copy=True)
+    assert out.dtype == ml_dtypes.bfloat16 and out.ctypes.data != a.ctypes.data
 
 
-def test_torch_tensors_are_not_handed_to_torch_directly():
-    # torch's own export drops the negative bit, so torch -> torch goes
-    # through dlbridge's import, which resolves it.
+def test_torch_tensors_with_lazy_bits_keep_their_meaning():
+    # torch's own export drops the negative bit: torch -> torch returns the
+    # tensor itself, and asked for a copy, dlbridge's import resolves the bit.
     x = torch._neg_view(torch.tensor([1.0, -2.0]))
     assert torch.from_dlpack(x).tolist() == [1.0, -2.0]  # the direct path's wrong answer
-    assert dlbridge.convert(x, "torch").tolist() == [-1.0, 2.0]
+    assert dlbridge.convert(x, "torch") is x
+    assert dlbridge.convert(x, "torch", copy=True).tolist() == [-1.0, 2.0]
     c = torch.tensor([1 + 2j]).conj()
-    assert dlbridge.convert(c, "torch").tolist() == [1 - 2j]
+    assert dlbridge.convert(c, "torch", copy=True).tolist() == [1 - 2j]
+    assert dlbridge.convert(c, "numpy").tolist() == [1 - 2j]
 
 
 def test_only_the_strides_outside_the_rule_make_the_copy():
@@ -79,10 +84,11 @@ def test_only_the_strides_outside_the_rule_make_the_copy():
     np.testing.assert_array_equal(flipped.numpy(), a[::-1])
 
 
-def test_a_non_string_target_and_keywords_take_the_general_route():
+def test_a_non_string_target_and_keywords_keep_every_rule():
     a = readonly(np.arange(3.0))
+    assert dlbridge.convert(a, torch.from_dlpack).data_ptr() != a.ctypes.data
     with pytest.raises(dlbridge.ReadOnlyError):
-        dlbridge.convert(a, torch.from_dlpack)
+        dlbridge.convert(a, torch.from_dlpack, copy=False)
     with pytest.raises(dlbridge.LayoutError):
         dlbridge.convert(np.arange(3.0)[::-1], "torch", copy=False)
 

@@ -72,9 +72,15 @@ def test_chunked_arrays():
         dlbridge.from_dlpack(two, copy=False)
 
 
-def test_non_numeric_arrays_are_still_refused():
-    with pytest.raises(pa.ArrowTypeError, match="not compatible with DLPack"):
-        dlbridge.from_dlpack(pa.array(["a", "b"]))
+@pytest.mark.parametrize("make", [lambda: pa.array(["a", "b"]), lambda: pa.array([]), lambda: pa.array([[1], [2]])],
+                         ids=["strings", "nulls", "lists"])
+def test_non_numeric_arrays_are_refused_with_a_code(make):
+    # pyarrow refuses with ArrowTypeError, not a BufferError: dlbridge reports it as the
+    # coded ProducerError, pyarrow's exception kept as the cause.
+    with pytest.raises(dlbridge.ProducerError, match="not compatible with DLPack") as excinfo:
+        dlbridge.from_dlpack(make())
+    assert excinfo.value.code == "producer_refused"
+    assert isinstance(excinfo.value.__cause__, pa.ArrowTypeError)
 
 
 def test_fixed_shape_tensor_array_imports_with_its_shape():
@@ -172,10 +178,12 @@ def test_arrow_to_torch_through_convert():
     import torch
 
     arr = pa.array(np.arange(6, dtype=np.float32))
-    out = dlbridge.convert(arr, "torch", copy=True)  # read-only source: torch gets a private copy
-    assert torch.equal(out, torch.arange(6, dtype=torch.float32))
+    for copy in (None, True):  # read-only source: torch gets a private copy
+        out = dlbridge.convert(arr, "torch", copy=copy)
+        assert torch.equal(out, torch.arange(6, dtype=torch.float32))
+        assert out.data_ptr() != arr.buffers()[1].address
     with pytest.raises(dlbridge.ReadOnlyError):
-        dlbridge.convert(arr, "torch")
+        dlbridge.convert(arr, "torch", copy=False)
 
 
 def test_check_findings():

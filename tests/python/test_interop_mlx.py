@@ -69,6 +69,12 @@ def test_finding_mlx_rejects_negative_strides_and_convert_re_lays_out():
     with pytest.raises(ValueError, match="negative strides"):
         mx.from_dlpack(dlbridge.from_dlpack(a))
     np.testing.assert_array_equal(np.array(dlbridge.convert(a, "mlx")), a)
+    # MLX's own copy is the only one: negative axes are flipped around it.
+    assert dlbridge.plan_convert(a, "mlx").copy == "target"
+    b = np.arange(24, dtype=np.float64).reshape(2, 3, 4)[::-1, :, ::-2]
+    out = dlbridge.convert(b, "mlx")
+    assert out.dtype == mx.float64
+    np.testing.assert_array_equal(np.array(out), b)
 
 
 def test_read_only_source_is_copied_never_written():

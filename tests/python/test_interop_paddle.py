@@ -80,10 +80,11 @@ def test_read_only_is_never_handed_over_writable():
     a.flags.writeable = False
     # Finding: paddle takes the versioned capsule and ignores its READ_ONLY flag.
     assert paddle.from_dlpack(dlbridge.from_dlpack(a)).data_ptr() == a.__array_interface__["data"][0]
+    for copy in (None, True):
+        out = dlbridge.convert(a, "paddle", copy=copy)
+        assert out.data_ptr() != a.__array_interface__["data"][0]
     with pytest.raises(dlbridge.ReadOnlyError):
-        dlbridge.convert(a, "paddle")
-    out = dlbridge.convert(a, "paddle", copy=True)
-    assert out.data_ptr() != a.__array_interface__["data"][0]
+        dlbridge.convert(a, "paddle", copy=False)
 
 
 def test_edge_shapes_and_device():

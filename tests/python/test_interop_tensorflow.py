@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 import dlbridge
-from dlbridge.convert import ML_DTYPES, TARGETS
+from dlbridge.convert import TARGETS
+from dlbridge.libraries.numpy import ML_DTYPES
 from foreign_producers import DTypeRaises
 
 if importlib.util.find_spec("paddle") is not None:
@@ -106,14 +107,15 @@ def test_finding_tensorflow_rejects_strides_and_convert_re_lays_out(layout):
         dlbridge.convert(view, "tensorflow", copy=False)
 
 
-def test_read_only_needs_a_copy():
+def test_read_only_is_one_private_copy():
     a = np.arange(4, dtype=np.float32)
     a.flags.writeable = False
+    for copy in (None, True):
+        out = dlbridge.convert(a, "tensorflow", copy=copy)
+        assert pointer(out) != a.__array_interface__["data"][0]
+        np.testing.assert_array_equal(out.numpy(), a)
     with pytest.raises(dlbridge.ReadOnlyError):
-        dlbridge.convert(a, "tensorflow")
-    out = dlbridge.convert(a, "tensorflow", copy=True)
-    assert pointer(out) != a.__array_interface__["data"][0]
-    np.testing.assert_array_equal(out.numpy(), a)
+        dlbridge.convert(a, "tensorflow", copy=False)
 
 
 def test_edge_shapes_dtype_and_device():
@@ -131,11 +133,14 @@ def test_tensorflow_to_torch_through_convert():
     x = tf.constant(host("float32"))
     # TensorFlow speaks legacy capsules only, so its tensors' writability is unknown (docs/boundary.md) and
     # torch, which cannot see a read-only flag, gets them only as a private copy.
+    for copy in (None, True):
+        out = dlbridge.convert(x, "torch", copy=copy)
+        assert out.data_ptr() != pointer(x)
+        assert torch.equal(out, torch.arange(12, dtype=torch.float32).reshape(3, 4))
     with pytest.raises(dlbridge.ReadOnlyError):
-        dlbridge.convert(x, "torch")
-    out = dlbridge.convert(x, "torch", copy=True)
-    assert out.data_ptr() != pointer(x)
-    assert torch.equal(out, torch.arange(12, dtype=torch.float32).reshape(3, 4))
+        dlbridge.convert(x, "torch", copy=False)
+    # TensorFlow to itself is the tensor itself.
+    assert dlbridge.convert(x, "tensorflow") is x
 
 
 def test_check_findings():

@@ -14,7 +14,7 @@ DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32"
 
 @pytest.fixture(scope="module", autouse=True)
 def warp_ready():
-    from dlbridge.adapters.warp import _warp
+    from dlbridge.libraries.warp import ready as _warp
 
     _warp()
 
@@ -76,13 +76,14 @@ def test_finding_warp_has_no_complex_and_convert_refuses_with_the_code():
         dlbridge.convert(np.zeros(3, np.complex64), "warp")
 
 
-def test_read_only_needs_a_copy():
+def test_read_only_is_one_private_copy():
     a = np.arange(4, dtype=np.float32)
     a.flags.writeable = False
+    for copy in (None, True):
+        out = dlbridge.convert(a, "warp", copy=copy)
+        assert out.ptr != a.__array_interface__["data"][0]
     with pytest.raises(dlbridge.ReadOnlyError):
-        dlbridge.convert(a, "warp")
-    out = dlbridge.convert(a, "warp", copy=True)
-    assert out.ptr != a.__array_interface__["data"][0]
+        dlbridge.convert(a, "warp", copy=False)
 
 
 def test_size_0_and_device():

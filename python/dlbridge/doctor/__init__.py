@@ -9,7 +9,7 @@ import sys
 import time
 
 from .cases import CASES, available
-from .libraries import ADAPTERS, KNOWN, importable
+from .libraries import KNOWN, drives, importable
 from .runner import run_tasks
 
 ROUTES = ("direct", "dlbridge")
@@ -37,7 +37,7 @@ def plan(names=None, number=50, repeat=5):
     if bridge is not None and "dlbridge" in present:
         present.remove("dlbridge")
         missing["dlbridge"] = bridge
-    driven = [n for n in present if n in ADAPTERS]
+    driven = [n for n in present if drives(n)]
     tasks = [{"kind": "producer", "producer": n} for n in present]
     cases = available(CASES)
     for p in driven:

@@ -10,7 +10,7 @@ import sys
 import tempfile
 import threading
 
-from .libraries import IMPORT_COST
+from .libraries import direct_aborts, import_seconds
 
 
 def _crash_reason(returncode: int, stderr: str) -> dict:
@@ -69,15 +69,11 @@ def _run_batch(libraries, tasks, on_result):
         pending = [(i, t) for i, t in pending if i not in done]
 
 
-# Direct exchanges measured to kill the process: (consumer, case). PyTorch 2.13 aborts
-# on negative strides; pyarrow 26.0.1's FixedShapeTensorArray.from_dlpack dies of
-# SIGFPE on an empty tensor and SIGSEGV on a 0-d one. An exchange not listed here
-# that kills its child is still reported as a crash: its child restarts and goes on.
-_ABORTS = {("torch", "negative"), ("arrow", "size-0"), ("arrow", "0-d")}
-
-
+# Direct exchanges measured to kill the process are the consumers' DIRECT_ABORTS
+# (dlbridge/libraries/). An exchange not listed there that kills its child is still
+# reported as a crash: its child restarts and goes on.
 def _may_abort(task) -> bool:
-    return task.get("route") == "direct" and (task.get("consumer"), task.get("case")) in _ABORTS
+    return task.get("route") == "direct" and task.get("case") in direct_aborts(task.get("consumer") or "")
 
 
 def schedule(tasks, workers=1) -> list:
@@ -93,7 +89,7 @@ def schedule(tasks, workers=1) -> list:
     """
     indexed = list(enumerate(tasks))
     risky = sorted((it for it in indexed if _may_abort(it[1])),
-                   key=lambda it: (it[1]["consumer"], IMPORT_COST.get(it[1]["producer"], 0), it[1]["producer"]))
+                   key=lambda it: (it[1]["consumer"], import_seconds(it[1]["producer"]), it[1]["producer"]))
     safe = [it for it in indexed if not _may_abort(it[1])]
     workers = max(1, min(workers, len(safe) or 1))
     by_consumer = {}

@@ -35,9 +35,9 @@ class _Libraries(dict):
 def _cannot_make(task) -> str | None:
     """Why the producer cannot make this case, when that is known without importing it."""
     from .cases import by_name
-    from .peers import CANNOT_MAKE
+    from .libraries import cannot_make
 
-    decide = CANNOT_MAKE.get(task.get("producer"))
+    decide = cannot_make(task.get("producer") or "")
     if task["kind"] != "case" or decide is None:
         return None
     return decide(by_name(task["case"]).build())

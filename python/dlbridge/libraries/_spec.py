@@ -57,7 +57,7 @@ class Target:
     """
 
     module: str                     # what to import
-    entry: str = "from_dlpack"      # attribute path of its importer inside module
+    entry: str = "from_dlpack"      # attribute path of its importer inside module ("": none, see hand_over)
     read_only: str = "ignored"      # "honoured" | "immutable" (never written) | "ignored"
     strides: str = "any"            # "any" | "nonnegative" | "permuted_compact" | "row_major"
     devices: frozenset | None = None  # DLDeviceType numbers it imports; None: any
@@ -84,3 +84,32 @@ class Target:
     # Run once before the first hand-over (Warp: wp.init() without its banner).
     prepare: Callable[[], None] | None = None
     note: str = ""
+
+
+class NotApplicable(Exception):
+    """The doctor's producer cannot make this case (e.g. negative strides in PyTorch)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Peer:
+    """How the doctor (and the tests) drive a library: its own constructors and readers only,
+    never dlbridge, so that a case checks the library, not dlbridge."""
+
+    make: Callable[[Any], Any]          # a NumPy array -> this library's array, same layout (or NotApplicable)
+    consume: Callable[[Any], Any]       # its own from_dlpack, as a user calls it
+    data_ptr: Callable[[Any], int]
+    to_numpy: Callable[[Any], Any]
+    writable: Callable[[Any], bool | None]  # None: the library has no notion of writes
+    array_type: type | None = None
+
+
+def strided_layout(a) -> bool:
+    """Whether a NumPy array's layout is anything but compact row-major (size 0 and 0-d are compact)."""
+    return a.ndim >= 1 and a.size and not a.flags.c_contiguous
+
+
+def exported_pointer(x) -> int:
+    """Where the library's own export says the data is, for libraries with no pointer accessor."""
+    from .._core import inspect_capsule
+
+    return inspect_capsule(x.__dlpack__())["data"]

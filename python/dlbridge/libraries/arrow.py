@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 
-from ._spec import CPU, INT32_MAX, NotObservable, Target
+from ._spec import CPU, INT32_MAX, NotApplicable, NotObservable, Peer, Target, exported_pointer, strided_layout
 
 NAME = "arrow"
 RANK = 9
@@ -51,7 +51,7 @@ def hand_over(tensor, copy=None):
 
 
 TARGET = Target(
-    "pyarrow", read_only="immutable", strides="row_major", devices=frozenset({CPU}), dtypes=_NUMERIC,
+    "pyarrow", "", read_only="immutable", strides="row_major", devices=frozenset({CPU}), dtypes=_NUMERIC,
     copied_dtypes=frozenset({"bool"}), zero_dim=False, max_extent=INT32_MAX, hand_over=hand_over,
     array_types=("pyarrow:Array",),
     note="1-d: Array, n-d: FixedShapeTensorArray; booleans are bit-packed (one copy); non-compact strides give "
@@ -145,3 +145,35 @@ def make(shape, dtype, readonly=False):
 
 
 SUPPORTS_READONLY = True
+
+
+def peer() -> Peer:
+    """The doctor's driver: pa.array (1-d) and FixedShapeTensorArray (n-d), each with its own importer."""
+    import pyarrow as pa
+
+    def make(a):
+        if a.ndim == 0:
+            raise NotApplicable("arrow arrays have at least one dimension")
+        if strided_layout(a) or not a.flags.c_contiguous:
+            raise NotApplicable("arrow arrays are compact")
+        if a.dtype.kind == "c" or a.dtype.name == "bfloat16":
+            raise NotApplicable(f"arrow has no {a.dtype.name}")
+        if a.ndim == 1:
+            return pa.array(a)
+        if a.dtype == bool:
+            raise NotApplicable("FixedShapeTensorArray.from_numpy_ndarray takes no booleans")
+        return pa.FixedShapeTensorArray.from_numpy_ndarray(a)
+
+    def consume(x):
+        # Arrow has one importer per kind of array; the shape says which the user would call.
+        if len(x.shape) == 1:
+            return pa.Array.from_dlpack(x)
+        return pa.FixedShapeTensorArray.from_dlpack(x)
+
+    def to_numpy(x):
+        if isinstance(x, pa.FixedShapeTensorArray):
+            return x.to_numpy_ndarray()
+        return x.to_numpy(zero_copy_only=False)
+
+    return Peer(make=make, consume=consume, data_ptr=exported_pointer, to_numpy=to_numpy, writable=lambda x: None,
+                array_type=pa.Array)

@@ -1,12 +1,14 @@
 """MLX (0.32.4): copies every array it imports on the CPU; its from_dlpack asks for legacy
 capsules, narrows float64 to float32 and complex128 to complex64, and refuses negative
-strides. mx.array with an explicit dtype does neither, so those go that way."""
+strides, as mx.array does. mx.array with an explicit dtype keeps the dtype, and reads any
+positive strides; negative ones are flipped before its copy and back after (an MLX view),
+so that its one copy stays the only one."""
 
 from __future__ import annotations
 
 import math
 
-from ._spec import CPU, INT32_MAX, STANDARD_DTYPES, EntryTakes, NotObservable, Target
+from ._spec import CPU, INT32_MAX, STANDARD_DTYPES, EntryTakes, NotApplicable, NotObservable, Peer, Target, exported_pointer, strided_layout
 
 NAME = "mlx"
 RANK = 7
@@ -28,7 +30,13 @@ def hand_over(tensor, copy=None):
         host = numpy.asarray(tensor).view(ml_dtypes.bfloat16)
     else:
         host = numpy.from_dlpack(tensor)
-    return mx.array(host, dtype=getattr(mx, _MLX_NAMES.get(tensor.dtype.name, tensor.dtype.name)))
+    flip = tuple(slice(None, None, -1) if step < 0 and size > 1 else slice(None)
+                 for step, size in zip(host.strides, host.shape))
+    reversed_axes = any(s.step == -1 for s in flip)
+    if reversed_axes:
+        host = host[flip]
+    out = mx.array(host, dtype=getattr(mx, _MLX_NAMES.get(tensor.dtype.name, tensor.dtype.name)))
+    return out[flip] if reversed_axes else out
 
 
 _HOLDS = (STANDARD_DTYPES - {"complex128"}) | {"bfloat16"}
@@ -51,3 +59,29 @@ def make(shape, dtype, readonly=False):
 
 
 SUPPORTS_READONLY = False
+
+
+def peer() -> Peer:
+    """The doctor's driver: mx.array with the dtype named (compact copies only)."""
+    import mlx.core as mx
+    import numpy as np
+
+    def make(a):
+        if strided_layout(a):
+            raise NotApplicable("mx.array always makes a compact copy")
+        if not a.flags.writeable:
+            raise NotApplicable("mlx arrays have no read-only flag")
+        name = "bool_" if a.dtype == bool else a.dtype.name
+        if not hasattr(mx, name):
+            raise NotApplicable(f"mlx has no {a.dtype.name}")
+        return mx.array(a, dtype=getattr(mx, name))
+
+    def to_numpy(x):
+        if x.dtype == mx.bfloat16:
+            import ml_dtypes
+
+            return np.array(x.view(mx.uint16)).view(ml_dtypes.bfloat16)
+        return np.array(x)
+
+    return Peer(make=make, consume=mx.from_dlpack, data_ptr=exported_pointer, to_numpy=to_numpy,
+                writable=lambda x: None, array_type=mx.array)

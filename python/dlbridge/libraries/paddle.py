@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from ._spec import CPU, CUDA, STANDARD_DTYPES, NotObservable, Target
+from ._spec import CPU, CUDA, STANDARD_DTYPES, NotApplicable, NotObservable, Peer, Target, strided_layout
 
 NAME = "paddle"
 RANK = 5
@@ -33,3 +33,39 @@ def make(shape, dtype, readonly=False):
 
 
 SUPPORTS_READONLY = False
+
+
+def cannot_make(a) -> str | None:
+    """Why the doctor's paddle.to_tensor cannot make this case, decided without importing paddle."""
+    if not a.flags.writeable:
+        return "paddle tensors have no read-only state"
+    if strided_layout(a) and a.dtype.name != "bfloat16":  # bfloat16 is made through a cast, compact either way
+        return "paddle.to_tensor always makes a compact copy"
+    return None
+
+
+def peer() -> Peer:
+    """The doctor's driver: paddle.to_tensor (bfloat16 through a cast)."""
+    import numpy as np
+
+    from . import import_library
+
+    paddle = import_library("paddle")
+
+    def make(a):
+        if (why := cannot_make(a)) is not None:
+            raise NotApplicable(why)
+        if a.dtype.name == "bfloat16":
+            return paddle.to_tensor(a.astype(np.float32)).astype("bfloat16")
+        return paddle.to_tensor(a)
+
+    def to_numpy(t):
+        if t.dtype == paddle.bfloat16:
+            import ml_dtypes
+
+            # Paddle hands bfloat16 to NumPy as its raw uint16 bits.
+            return t.numpy().view(ml_dtypes.bfloat16)
+        return t.numpy()
+
+    return Peer(make=make, consume=paddle.from_dlpack, data_ptr=lambda t: t.data_ptr(), to_numpy=to_numpy,
+                writable=lambda t: True, array_type=paddle.Tensor)

@@ -4,7 +4,7 @@ own tensors arrive with unknown writability)."""
 
 from __future__ import annotations
 
-from ._spec import CPU, CUDA, STANDARD_DTYPES, NotObservable, Target
+from ._spec import CPU, CUDA, STANDARD_DTYPES, NotApplicable, NotObservable, Peer, Target, exported_pointer, strided_layout
 
 NAME = "tensorflow"
 RANK = 6
@@ -29,3 +29,28 @@ def make(shape, dtype, readonly=False):
 
 
 SUPPORTS_READONLY = False
+
+
+def cannot_make(a) -> str | None:
+    """Why the doctor's tf.constant cannot make this case, decided without importing tensorflow."""
+    if strided_layout(a):
+        return "tensorflow tensors are always compact row-major"
+    if not a.flags.writeable:
+        return "tensorflow tensors have no read-only flag (they are immutable)"
+    return None
+
+
+def peer() -> Peer:
+    """The doctor's driver: tf.constant; its importer takes a capsule, never an array."""
+    from . import import_library
+
+    tf = import_library("tensorflow", order_others=True)
+
+    def make(a):
+        if (why := cannot_make(a)) is not None:
+            raise NotApplicable(why)
+        return tf.constant(a)
+
+    return Peer(make=make, consume=lambda x: tf.experimental.dlpack.from_dlpack(x.__dlpack__()),
+                data_ptr=exported_pointer, to_numpy=lambda t: t.numpy(), writable=lambda t: None,
+                array_type=type(tf.constant(0)))

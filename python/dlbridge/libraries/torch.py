@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from ._spec import CPU, CUDA, FLOAT8, ROCM, STANDARD_DTYPES, NotObservable, Target
+from ._spec import CPU, CUDA, FLOAT8, ROCM, STANDARD_DTYPES, NotApplicable, NotObservable, Peer, Target
 
 NAME = "torch"
 RANK = 2
@@ -35,3 +35,30 @@ def make(shape, dtype, readonly=False):
 
 
 SUPPORTS_READONLY = False
+
+
+def peer() -> Peer:
+    """The doctor's driver: torch.from_numpy keeps the layout (bfloat16 through its raw bits)."""
+    import numpy as np
+    import torch
+
+    def make(a):
+        if not a.flags.writeable:
+            raise NotApplicable("torch tensors cannot be read-only")
+        if a.dtype.name == "bfloat16":
+            return torch.from_numpy(a.view(np.uint16)).view(torch.bfloat16)
+        try:
+            return torch.from_numpy(a)
+        except (ValueError, TypeError) as exc:
+            raise NotApplicable(str(exc)) from None
+
+    def to_numpy(t):
+        t = t.detach().cpu().resolve_conj()
+        if t.dtype == torch.bfloat16:
+            import ml_dtypes
+
+            return t.view(torch.uint16).numpy().view(ml_dtypes.bfloat16)
+        return t.numpy()
+
+    return Peer(make=make, consume=torch.from_dlpack, data_ptr=lambda t: t.data_ptr(), to_numpy=to_numpy,
+                writable=lambda t: True, array_type=torch.Tensor)

@@ -3,7 +3,7 @@ copy keyword."""
 
 from __future__ import annotations
 
-from ._spec import NotObservable, Target
+from ._spec import NotApplicable, NotObservable, Peer, Target
 
 NAME = "tvm_ffi"
 RANK = 8
@@ -27,3 +27,17 @@ def make(shape, dtype, readonly=False):
 
 
 SUPPORTS_READONLY = False
+
+
+def peer() -> Peer:
+    """The doctor's driver: tvm_ffi.from_dlpack of the NumPy array (its only constructor)."""
+    import numpy as np
+    import tvm_ffi
+
+    def make(a):
+        if not a.flags.writeable:
+            raise NotApplicable("tvm_ffi asks for legacy capsules, which cannot carry read-only data")
+        return tvm_ffi.from_dlpack(a)
+
+    return Peer(make=make, consume=tvm_ffi.from_dlpack, data_ptr=lambda t: t.data_ptr(), to_numpy=np.from_dlpack,
+                writable=lambda t: True, array_type=tvm_ffi.Tensor)

@@ -6,7 +6,7 @@ exports are imported as writable."""
 
 from __future__ import annotations
 
-from ._spec import CPU, CUDA, STANDARD_DTYPES, NotObservable, Target
+from ._spec import CPU, CUDA, STANDARD_DTYPES, NotApplicable, NotObservable, Peer, Target
 
 NAME = "warp"
 RANK = 10
@@ -51,3 +51,20 @@ def make(shape, dtype, readonly=False):
 
 
 SUPPORTS_READONLY = False
+
+
+def peer() -> Peer:
+    """The doctor's driver: wp.array on the CPU."""
+    wp = ready()
+
+    def make(a):
+        if a.ndim == 0:
+            raise NotApplicable("warp arrays have at least one dimension")
+        if not a.flags.writeable:
+            raise NotApplicable("warp arrays have no read-only state")
+        if a.dtype.kind == "c" or a.dtype.name == "bfloat16":
+            raise NotApplicable(f"warp.array cannot be made from NumPy {a.dtype.name}")
+        return wp.array(a, device="cpu")
+
+    return Peer(make=make, consume=wp.from_dlpack, data_ptr=lambda x: x.ptr, to_numpy=lambda x: x.numpy(),
+                writable=lambda x: True, array_type=wp.array)
