@@ -27,6 +27,7 @@
 #include "dtype.hpp"
 #include "error.hpp"
 #include "layout.hpp"
+#include "request.hpp"
 #include "tensor_view.hpp"
 
 namespace dlbridge {
@@ -67,6 +68,10 @@ struct ConvertTarget {
   uint32_t alignment = 1;                // below this address alignment it copies on import
   bool zero_dim = true;                  // holds 0-d arrays
   int64_t max_extent = std::numeric_limits<int64_t>::max();  // the largest dimension it holds
+  // Host-accessible memory of a device (pinned, managed) goes over labelled
+  // kDLCPU, which a CPU consumer reads without a stream; false keeps the
+  // source's label (dlbridge itself, whose tensors say where they live).
+  bool host_memory_as_cpu = true;
 };
 
 enum class ConvertAction : uint8_t {
@@ -95,9 +100,10 @@ struct ConvertPlan {
   CopyBy copy = CopyBy::none;
   bool unpack = false;      // dlbridge's copy is copy_unpacked (one value per byte)
   bool host_alias = false;  // host-accessible memory handed over labelled kDLCPU
-  // The source's READ_ONLY data reaches a target that never writes: it may
-  // leave as a legacy capsule, which cannot carry the flag.
-  bool read_only_to_immutable = false;
+  // Data that must not change reaches a target that never writes through
+  // what it receives (it is immutable, or its import copies): it may leave
+  // as a legacy capsule, which cannot carry READ_ONLY.
+  bool legacy_capsule_ok = false;
   uint32_t reasons = 0;     // CopyReason bits
   std::string why;          // the reasons in words; empty without a copy
 };
@@ -155,15 +161,14 @@ inline ConvertPlan plan_convert(const TensorView& view, Writability writability,
   ConvertPlan plan;
   const std::string& name = target.name;
   const int32_t device = view.device().type;
-  if (!target.devices.empty() && !detail::device_listed(target.devices, device)) {
-    if (is_host_accessible(view.device().type) && detail::device_listed(target.devices, abi::kDLCPU)) {
-      plan.host_alias = true;
-    } else {
-      detail::fail(ErrorCode::unsupported_device_type,
-                   unsupported_device_sentence(device) + " " + name + " imports " +
-                       detail::device_list_text(target.devices) + ".",
-                   "Pass device= one of those (e.g. device='cpu') to convert.");
-    }
+  const bool takes_cpu = target.devices.empty() || detail::device_listed(target.devices, abi::kDLCPU);
+  if (device != abi::kDLCPU && is_host_accessible(view.device().type) && takes_cpu && target.host_memory_as_cpu) {
+    plan.host_alias = true;
+  } else if (!target.devices.empty() && !detail::device_listed(target.devices, device)) {
+    detail::fail(ErrorCode::unsupported_device_type,
+                 unsupported_device_sentence(device) + " " + name + " imports " +
+                     detail::device_list_text(target.devices) + ".",
+                 "Pass device= one of those (e.g. device='cpu') to convert.");
   }
 
   const DType dtype = view.dtype();
@@ -253,8 +258,6 @@ inline ConvertPlan plan_convert(const TensorView& view, Writability writability,
                              ? "the data is read-only and " + name + " cannot see READ_ONLY"
                              : "the data's writability is unknown (a legacy capsule) and " + name +
                                    " cannot see READ_ONLY");
-    } else if (target.read_only == ReadOnlyRule::immutable && writability == Writability::read_only) {
-      plan.read_only_to_immutable = true;
     }
   }
 
@@ -263,9 +266,9 @@ inline ConvertPlan plan_convert(const TensorView& view, Writability writability,
     detail::add_reason(plan, copy_requested, "copy=True asks for a private copy");
   }
 
-  // The target copies data below its alignment itself: that copy is the
-  // one copy=None allows, and copy=False forbids.
-  if (plan.copy == CopyBy::none && target.alignment > 1 && view.size() != 0 &&
+  // The target copies data below its alignment itself (JAX: even size 0):
+  // that copy is the one copy=None allows, and copy=False forbids.
+  if (plan.copy == CopyBy::none && target.alignment > 1 &&
       reinterpret_cast<uintptr_t>(view.data()) % target.alignment != 0) {
     if (copy == false)
       detail::fail(ErrorCode::copy_required,
@@ -276,6 +279,12 @@ inline ConvertPlan plan_convert(const TensorView& view, Writability writability,
     detail::add_reason(plan, copy_for_alignment,
                        name + " copies data not aligned to " + std::to_string(target.alignment) + " bytes");
   }
+  // dlbridge's copy lands on the source's device (or the CPU, host_alias):
+  // a device whose runtime is absent here is refused now, not mid-way.
+  if (plan.copy == CopyBy::dlbridge && !plan.host_alias && device != abi::kDLCPU)
+    (void)served_backend(view.device());
+  plan.legacy_capsule_ok = protected_data && (plan.copy == CopyBy::target ||
+                                              (plan.copy == CopyBy::none && target.read_only == ReadOnlyRule::immutable));
   return plan;
 }
 

@@ -231,6 +231,7 @@ TargetRef learn_target(PyObject* to) {
     t->to_dlbridge = true;
     t->plan_target.name = "dlbridge";
     t->plan_target.read_only = ReadOnlyRule::honoured;
+    t->plan_target.host_memory_as_cpu = false;  // dlbridge's tensors say where they live
     return t;
   }
   t->name = PyUnicode_Check(to) ? t->name : nb::borrow(r[0]);
