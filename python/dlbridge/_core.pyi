@@ -239,7 +239,63 @@ def from_dlpack(x: object, /, *, device: DeviceLike | None = None, copy: bool | 
     Import x (a DLPack producer, a DLPack capsule, or any object with the buffer protocol, __array_interface__ or __cuda_array_interface__) as a dlbridge.Tensor, zero-copy whenever the request allows. copy=True never aliases; copy=False never copies.
     """
 
+class ConversionPlan:
+    """
+    What dlbridge.convert does with one input for one target (dlbridge.plan_convert).
+    """
+
+    @property
+    def target(self) -> str:
+        """The target library's name."""
+
+    @property
+    def action(self) -> str:
+        """
+        'return_input' (x is already the target's array), 'hand_over', or 'hand_over_extension' (through the extension package's dtype, e.g. ml_dtypes for NumPy).
+        """
+
+    @property
+    def copy(self) -> str:
+        """
+        Who makes the one copy: 'none' (zero-copy), 'dlbridge', or 'target' (its own import copies).
+        """
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        """
+        Why a copy is made: any of 'requested', 'read_only', 'layout', 'unpacking', 'target_import', 'alignment', 'device', 'producer', 'byte_order'.
+        """
+
+    @property
+    def why(self) -> str:
+        """The reasons in words; empty without a copy."""
+
+    @property
+    def via(self) -> str:
+        """
+        How the target receives it: 'input', 'dlbridge', 'importer' (its from_dlpack), 'exchange_api' (its DLPack C exchange API), 'hand_over' (dlbridge's hand-over for that library), 'capsule' (a legacy capsule), 'extension'.
+        """
+
+    @property
+    def unpack(self) -> bool:
+        """dlbridge's copy stores one value per byte."""
+
+    @property
+    def host_alias(self) -> bool:
+        """Host-accessible memory (pinned, managed) is handed over as kDLCPU."""
+
+    @property
+    def zero_copy(self) -> bool:
+        """Whether the result shares x's memory."""
+
+    def __repr__(self) -> str: ...
+
 def convert(x: object, to: object, /, *, device: DeviceLike | None = None, copy: bool | None = None) -> Any:
     """
-    Hand x to `to` ("numpy", "torch", "jax", "cupy", "tensorflow", "tvm_ffi", "dlbridge", or a module/callable with from_dlpack), zero-copy where the target allows, with the one smallest copy where it must, and an error rather than a silently wrong result.
+    Hand x to `to` (a library name of dlbridge.libraries.TARGETS, "dlbridge", or a module or callable with from_dlpack) with the least work the target accepts: x itself when it is already the target's array, zero-copy where nothing can be written through the result into memory that must not change, otherwise exactly one copy (copy=None); copy=True always hands over one private, writable copy; copy=False never copies and refuses with a coded error. dlbridge.plan_convert(x, to) says what convert would do and why.
+    """
+
+def plan_convert(x: object, to: object, /, *, device: DeviceLike | None = None, copy: bool | None = None) -> ConversionPlan:
+    """
+    What dlbridge.convert(x, to, device=device, copy=copy) would do, and why, without handing anything over: the same decision convert carries out (x is imported to see it). Raises the coded error convert would raise.
     """

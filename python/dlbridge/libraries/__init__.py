@@ -9,6 +9,8 @@ version (``requirements/libs.txt``):
 - ``TARGET``: what its importer accepts, for ``convert`` (``_spec.Target``);
 - ``make(shape, dtype, readonly=False)`` and ``SUPPORTS_READONLY``: fresh arrays for
   ``dlbridge check``;
+- ``peer()`` (``_spec.Peer``) and ``cannot_make(array)``: how ``dlbridge doctor`` makes and
+  reads its arrays;
 - facts about importing it: ``IMPORT_SECONDS``, ``CRASHES_WHEN_IMPORTED_AFTER``,
   ``DIRECT_ABORTS`` (the doctor's cases that kill a process when handed to it directly),
   ``LEGACY_EXPORT_WRITABLE`` (its legacy capsules carry writable memory).
