@@ -57,6 +57,29 @@ JAX_CASES = {
     "convert(jax, numpy)": "dlbridge.convert(ja, 'numpy')",
 }
 
+# convert into the libraries whose import is not NumPy's, torch's or JAX's, beside each
+# library's own import of the same dlbridge tensor (issue 27), and a library to itself
+# beside its own from_dlpack. Measured in a child of their own (--libraries): each import
+# takes minutes under valgrind.
+LIBRARY_CASES = {
+    "mlx.from_dlpack(dlbridge)": "mx.from_dlpack(t)",
+    "convert(dlbridge, mlx)": "dlbridge.convert(t, 'mlx')",
+    "paddle.from_dlpack(dlbridge)": "paddle.from_dlpack(t)",
+    "convert(dlbridge, paddle)": "dlbridge.convert(t, 'paddle')",
+    "tf.experimental.dlpack.from_dlpack(dlbridge capsule)": "tfd(t.__dlpack__())",
+    "convert(dlbridge, tensorflow)": "dlbridge.convert(t, 'tensorflow')",
+    "warp.from_dlpack(dlbridge)": "wp.from_dlpack(t)",
+    "convert(dlbridge, warp)": "dlbridge.convert(t, 'warp')",
+    "mlx.from_dlpack(mlx)": "mx.from_dlpack(ma)",
+    "convert(mlx, mlx)": "dlbridge.convert(ma, 'mlx')",
+    "paddle.from_dlpack(paddle)": "paddle.from_dlpack(pa_)",
+    "convert(paddle, paddle)": "dlbridge.convert(pa_, 'paddle')",
+    "tf.experimental.dlpack.from_dlpack(tensorflow capsule)": "tfd(tfa.__dlpack__())",
+    "convert(tensorflow, tensorflow)": "dlbridge.convert(tfa, 'tensorflow')",
+    "warp.from_dlpack(warp)": "wp.from_dlpack(wa)",
+    "convert(warp, warp)": "dlbridge.convert(wa, 'warp')",
+}
+
 # The type casters of issue 14, for the same 8x8 float32 NumPy array: each
 # dlbridge caster beside the framework's own array parameter (bench/casters_bench_*.cpp,
 # built by bench/run; left out when the modules are not built).
@@ -81,16 +104,24 @@ DEFAULT_CASTER_MODULES = benchlib.ROOT / "build" / "bench-suite" / "bench" / "ca
 TARGETS = [
     ("dlbridge.from_dlpack(numpy)", "numpy.from_dlpack(numpy)", ("ratio", 0.85)),
     ("numpy.from_dlpack(dlbridge)", "numpy.from_dlpack(numpy)", ("ratio", 0.95)),
-    ("convert(numpy, numpy)", "numpy.from_dlpack(numpy)", ("ratio", 1.15)),
+    ("convert(numpy, numpy)", "numpy.from_dlpack(numpy)", ("ratio", 1.10)),
     ("dlbridge.from_dlpack(torch)", "torch.from_dlpack(torch)", ("ratio", 0.5)),
     ("torch.from_dlpack(dlbridge)", "torch.from_dlpack(torch)", ("ratio", 1.0)),
-    ("convert(torch, torch)", "torch.from_dlpack(torch)", ("ratio", 1.15)),
+    ("convert(torch, torch)", "torch.from_dlpack(torch)", ("ratio", 1.10)),
     ("convert(numpy, torch)", "torch.from_dlpack(numpy)", ("extra", 1200)),
     ("convert(torch, numpy)", "numpy.from_dlpack(torch)", ("extra", 1200)),
     ("convert(negative strides, torch)", "torch.from_dlpack(ascontiguousarray(negative strides))",
      ("extra", 2000)),
     ("convert(numpy, jax)", "jax.numpy.from_dlpack(numpy)", ("extra", 1200)),
     ("convert(jax, numpy)", "numpy.from_dlpack(jax)", ("extra", 1200)),
+    ("convert(dlbridge, mlx)", "mlx.from_dlpack(dlbridge)", ("ratio", 1.2)),
+    ("convert(dlbridge, paddle)", "paddle.from_dlpack(dlbridge)", ("ratio", 1.2)),
+    ("convert(dlbridge, tensorflow)", "tf.experimental.dlpack.from_dlpack(dlbridge capsule)", ("ratio", 1.2)),
+    ("convert(dlbridge, warp)", "warp.from_dlpack(dlbridge)", ("ratio", 1.2)),
+    ("convert(mlx, mlx)", "mlx.from_dlpack(mlx)", ("ratio", 1.1)),
+    ("convert(paddle, paddle)", "paddle.from_dlpack(paddle)", ("ratio", 1.1)),
+    ("convert(tensorflow, tensorflow)", "tf.experimental.dlpack.from_dlpack(tensorflow capsule)", ("ratio", 1.1)),
+    ("convert(warp, warp)", "warp.from_dlpack(warp)", ("ratio", 1.1)),
     ("caster TensorView (nanobind)", "caster nb::ndarray<>", ("ratio", 1.2)),
     ("caster TensorArg<float, c_contig, cpu, writable> (nanobind)", "caster nb::ndarray<float, c_contig, cpu>",
      ("ratio", 1.2)),
@@ -121,6 +152,22 @@ if any("tt" in s for s in statements):
 if any(re.search(r"\\bja\\b|jnp", s) for s in statements):
     import jax.numpy as jnp
     ja = jnp.arange(64, dtype=jnp.float32).reshape(8, 8)
+# The other libraries, each only where a statement names it; paddle before tensorflow
+# (dlbridge.libraries.paddle: importing it after tensorflow kills the process).
+if any(re.search(r"paddle|pa_", s) for s in statements):
+    import paddle
+    pa_ = paddle.to_tensor(a)
+if any(re.search(r"\\btfd\\b|tensorflow", s) for s in statements):
+    import tensorflow as tf
+    tfd = tf.experimental.dlpack.from_dlpack
+    tfa = tf.constant(a)
+if any(re.search(r"\\bmx\\b|mlx|\\bma\\b", s) for s in statements):
+    import mlx.core as mx
+    ma = mx.array(a)
+if any(re.search(r"\\bwp\\b|warp|\\bwa\\b", s) for s in statements):
+    from dlbridge.libraries.warp import ready
+    wp = ready()
+    wa = wp.array(a, device="cpu")
 loops = []
 for s in statements:
     scope = {}
@@ -179,6 +226,46 @@ def self_costs(path: Path, calls: int, limit: int = 12) -> tuple[list[dict], dic
     return [{"function": name[-160:], "ir_per_call": cost / calls} for name, cost in top], by_object
 
 
+def measure(cases: dict, n: int, caster_modules: Path | None) -> tuple[dict, list[dict]]:
+    """Instructions per call of each case (the "loop" case among them) in one valgrind child,
+    and the report rows, net of that child's own loop."""
+    valgrind = shutil.which("valgrind")
+    names = list(cases)
+    with tempfile.TemporaryDirectory(prefix="dlbridge-callgrind-") as tmp:
+        out = Path(tmp) / "callgrind.out"
+        cmd = [valgrind, "--tool=callgrind", "--compress-strings=no", "--compress-pos=no",
+               f"--callgrind-out-file={out}.%p",
+               "--dump-before=getppid", sys.executable, "-c", CHILD, str(n),
+               *cases.values()]
+        # PYTHONMALLOC=malloc would change what is counted; the default
+        # allocator is what users run, and callgrind handles it fine.
+        # One OpenBLAS thread: its idle workers spin, and callgrind counts
+        # their spinning into whichever case is running (counts drifted by
+        # hundreds of instructions per call from run to run).
+        env = dict(os.environ, PYTHONHASHSEED="0", OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+        if caster_modules is not None:
+            env["DLBRIDGE_CASTER_MODULES"] = str(caster_modules)
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        if proc.returncode != 0:
+            raise SystemExit(f"valgrind failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+        # Part files are <out>.<pid>.<k>, k = 1 for the first dump; the
+        # first getppid dump holds start-up and warm-up, then one per case.
+        parts = sorted(Path(tmp).glob("callgrind.out.*.*"), key=lambda p: int(p.name.rsplit(".", 1)[1]))
+        if len(parts) < len(names) + 1:
+            raise SystemExit(f"expected {len(names) + 1} dumps, got {len(parts)}: is getppid called elsewhere?")
+        case_parts = parts[1:len(names) + 1]
+        per_call = {name: callgrind_totals(p) / n for name, p in zip(names, case_parts)}
+        loop = per_call["loop"]
+        rows = []
+        for name, p in zip(names, case_parts):
+            top, by_object = self_costs(p, n)
+            rows.append({"case": name, "statement": cases[name], "ir_per_call": per_call[name],
+                         "ir_per_call_net": per_call[name] - loop,
+                         "by_object": by_object, "top_self": top})
+            print(f"{name:<34} {per_call[name]:10.0f} Ir/call   net {per_call[name] - loop:10.0f}", flush=True)
+    return {name: per_call[name] - loop for name in names}, rows
+
+
 def run(quick: bool, caster_modules: Path | None = DEFAULT_CASTER_MODULES, only: str | None = None) -> dict:
     valgrind = shutil.which("valgrind")
     if valgrind is None:
@@ -206,47 +293,31 @@ def run(quick: bool, caster_modules: Path | None = DEFAULT_CASTER_MODULES, only:
         cases.update(CASTER_CASES)
     else:
         print(f"caster modules not built in {caster_modules}: no caster cases", file=sys.stderr)
+    # The other libraries' cases, where every library they name is installed.
+    from dlbridge import libraries
+
+    library_cases = {"loop": CASES["loop"]}
+    if not quick:
+        wanted = {"mlx": "mlx", "paddle": "paddle", "tensorflow": "tf", "warp": "warp"}
+        present = {name for name in wanted if libraries.installed(name)}
+        for name, statement in LIBRARY_CASES.items():
+            if any(tag in name for lib, tag in wanted.items() if lib not in present):
+                continue
+            library_cases[name] = statement
     if only is not None:  # a quick look at some cases while working on them
         cases = {k: v for k, v in cases.items() if k == "loop" or only in k}
-    names = list(cases)
-    with tempfile.TemporaryDirectory(prefix="dlbridge-callgrind-") as tmp:
-        out = Path(tmp) / "callgrind.out"
-        cmd = [valgrind, "--tool=callgrind", "--compress-strings=no", "--compress-pos=no",
-               f"--callgrind-out-file={out}.%p",
-               "--dump-before=getppid", sys.executable, "-c", CHILD, str(n),
-               *cases.values()]
-        # PYTHONMALLOC=malloc would change what is counted; the default
-        # allocator is what users run, and callgrind handles it fine.
-        # One OpenBLAS thread: its idle workers spin, and callgrind counts
-        # their spinning into whichever case is running (counts drifted by
-        # hundreds of instructions per call from run to run).
-        env = dict(os.environ, PYTHONHASHSEED="0", OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
-        if casters:
-            env["DLBRIDGE_CASTER_MODULES"] = str(caster_modules)
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-        if proc.returncode != 0:
-            raise SystemExit(f"valgrind failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-        # Part files are <out>.<pid>.<k>, k = 1 for the first dump; the
-        # first getppid dump holds start-up and warm-up, then one per case.
-        parts = sorted(Path(tmp).glob("callgrind.out.*.*"), key=lambda p: int(p.name.rsplit(".", 1)[1]))
-        if len(parts) < len(names) + 1:
-            raise SystemExit(f"expected {len(names) + 1} dumps, got {len(parts)}: is getppid called elsewhere?")
-        case_parts = parts[1:len(names) + 1]
-        per_call = {name: callgrind_totals(p) / n for name, p in zip(names, case_parts)}
-        loop = per_call["loop"]
-        rows = []
-        for name, p in zip(names, case_parts):
-            top, by_object = self_costs(p, n)
-            rows.append({"case": name, "statement": cases[name], "ir_per_call": per_call[name],
-                         "ir_per_call_net": per_call[name] - loop,
-                         "by_object": by_object, "top_self": top})
-            print(f"{name:<34} {per_call[name]:10.0f} Ir/call   net {per_call[name] - loop:10.0f}", flush=True)
+        library_cases = {k: v for k, v in library_cases.items() if k == "loop" or only in k}
+    net, rows = measure(cases, n, caster_modules if casters else None)
+    if len(library_cases) > 1:
+        more, more_rows = measure(library_cases, n, None)
+        net.update({k: v for k, v in more.items() if k != "loop"})
+        rows += [r for r in more_rows if r["case"] != "loop"]
 
     targets = []
     for case, baseline, (kind, goal) in TARGETS:
-        if case not in per_call or baseline not in per_call:
+        if case not in net or baseline not in net:
             continue
-        mine, theirs = per_call[case] - loop, per_call[baseline] - loop
+        mine, theirs = net[case], net[baseline]
         value = mine / theirs if kind == "ratio" else mine - theirs
         targets.append({"case": case, "baseline": baseline, "kind": kind, "goal": goal,
                         "value": value, "ok": None if goal is None else value <= goal})
@@ -257,13 +328,13 @@ def run(quick: bool, caster_modules: Path | None = DEFAULT_CASTER_MODULES, only:
         "settings": {"calls_per_case": n, "quick": quick,
                      "valgrind": subprocess.run([valgrind, "--version"], capture_output=True,
                                                 text=True).stdout.strip()},
-        "note": "instructions (Ir) per call from callgrind; net subtracts the loop case id(a); "
+        "note": "instructions (Ir) per call from callgrind; net subtracts the loop case id(a) measured in the "
+                "same child (the other libraries' cases run in a child of their own); "
                 "a = float32 8x8 numpy array, t = dlbridge.from_dlpack(a), tt = the same in torch, "
-                "neg = a[:, ::-1], jnp = jax.numpy, ja = a in JAX",
+                "neg = a[:, ::-1], jnp = jax.numpy, ja = a in JAX, ma/pa_/tfa/wa = a in mlx/paddle/tensorflow/warp",
         "results": rows,
         "targets": targets,
-        "ratios_net": {f"{t['case']} / {t['baseline']}": (per_call[t["case"]] - loop) /
-                       (per_call[t["baseline"]] - loop) for t in targets},
+        "ratios_net": {f"{t['case']} / {t['baseline']}": net[t["case"]] / net[t["baseline"]] for t in targets},
     }
 
 

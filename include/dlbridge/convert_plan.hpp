@@ -17,6 +17,8 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
+#include <iterator>
 #include <limits>
 #include <optional>
 #include <string>
@@ -46,6 +48,60 @@ enum class Writability : uint8_t {
   unknown,    // a legacy capsule delivered it: it says nothing either way
 };
 
+// A set of dtypes, as a target lists them. Membership costs a few
+// instructions for the single-lane dtypes of whole bytes (one bit each, by
+// code and width: every dtype a library lists today) and a scan of the
+// rest; a conversion asks it on every call.
+class DTypeSet {
+ public:
+  DTypeSet() = default;
+  DTypeSet(std::initializer_list<DType> dtypes) {
+    for (DType d : dtypes) insert(d);
+  }
+  template <typename Range, typename = decltype(std::begin(std::declval<const Range&>()))>
+  explicit DTypeSet(const Range& dtypes) {
+    for (DType d : dtypes) insert(d);
+  }
+
+  void insert(DType d) {
+    if (contains(d)) return;
+    ++size_;
+    int bit = 0;
+    if (bit_of(d, bit)) mask_[bit / 64] |= uint64_t(1) << (bit % 64);
+    else others_.push_back(d);
+  }
+  bool contains(DType d) const noexcept {
+    int bit = 0;
+    if (bit_of(d, bit)) return (mask_[bit / 64] >> (bit % 64)) & 1;
+    for (DType o : others_)
+      if (o == d) return true;
+    return false;
+  }
+  bool empty() const noexcept { return size_ == 0; }
+  size_t size() const noexcept { return size_; }
+
+ private:
+  // code * 5 + log2(bytes) for 1-16 bytes of one lane, codes below 25.
+  static bool bit_of(DType d, int& bit) noexcept {
+    if (d.lanes != 1 || d.code >= 25) return false;
+    int width = -1;
+    switch (d.bits) {
+      case 8: width = 0; break;
+      case 16: width = 1; break;
+      case 32: width = 2; break;
+      case 64: width = 3; break;
+      case 128: width = 4; break;
+      default: return false;
+    }
+    bit = d.code * 5 + width;
+    return true;
+  }
+
+  uint64_t mask_[2] = {0, 0};
+  std::vector<DType> others_;
+  size_t size_ = 0;
+};
+
 // What one consumer library accepts, as measured against its pinned
 // version (python/dlbridge/libraries/<name>.py states each field for
 // Python's targets). An empty list means "any".
@@ -54,16 +110,16 @@ struct ConvertTarget {
   ReadOnlyRule read_only = ReadOnlyRule::ignored;
   StrideRule strides = StrideRule::any;  // layouts its importer reads correctly
   std::vector<int32_t> devices;          // DLDeviceType numbers it imports
-  std::vector<DType> dtypes;             // dtypes its importer holds as they are
+  DTypeSet dtypes;                       // dtypes its importer holds as they are
   // Single-lane dtypes it holds only through an extension package (NumPy
   // through ml_dtypes), and whether that package stores sub-byte values and
   // vector lanes one per byte (then packed data needs an unpacking copy).
-  std::vector<DType> extension_dtypes;
+  DTypeSet extension_dtypes;
   std::string extension;                 // the package, for messages
   bool extension_one_per_byte = false;
   // Dtypes it holds only in a layout of its own that its hand-over builds
   // by copying (Arrow's bit-packed booleans).
-  std::vector<DType> copied_dtypes;
+  DTypeSet copied_dtypes;
   bool copies_on_import = false;         // every import is a copy (MLX on the CPU)
   uint32_t alignment = 1;                // below this address alignment it copies on import
   bool zero_dim = true;                  // holds 0-d arrays
@@ -104,17 +160,11 @@ struct ConvertPlan {
   // what it receives (it is immutable, or its import copies): it may leave
   // as a legacy capsule, which cannot carry READ_ONLY.
   bool legacy_capsule_ok = false;
-  uint32_t reasons = 0;     // CopyReason bits
-  std::string why;          // the reasons in words; empty without a copy
+  uint32_t reasons = 0;     // CopyReason bits; convert_plan_why() puts them in words
 };
 
 namespace detail {
 
-inline bool dtype_listed(const std::vector<DType>& list, DType dtype) noexcept {
-  for (DType d : list)
-    if (d == dtype) return true;
-  return false;
-}
 
 inline bool device_listed(const std::vector<int32_t>& list, int32_t type) noexcept {
   for (int32_t d : list)
@@ -138,9 +188,8 @@ inline std::string stride_rule_words(StrideRule rule) {
   return "other";
 }
 
-inline void add_reason(ConvertPlan& plan, CopyReason reason, const std::string& words) {
-  plan.reasons |= reason;
-  plan.why += (plan.why.empty() ? "" : "; ") + words;
+inline bool copies_dtype(const ConvertTarget& target, DType dtype) noexcept {
+  return (target.dtypes.empty() || !target.dtypes.contains(dtype)) && target.copied_dtypes.contains(dtype);
 }
 
 }  // namespace detail
@@ -173,12 +222,12 @@ inline ConvertPlan plan_convert(const TensorView& view, Writability writability,
 
   const DType dtype = view.dtype();
   bool target_copies_dtype = false;
-  if (!target.dtypes.empty() && !detail::dtype_listed(target.dtypes, dtype)) {
+  if (!target.dtypes.empty() && !target.dtypes.contains(dtype)) {
     const DType scalar{dtype.code, dtype.bits, 1};
-    if (detail::dtype_listed(target.extension_dtypes, scalar)) {
+    if (target.extension_dtypes.contains(scalar)) {
       plan.action = ConvertAction::hand_over_extension;
       plan.unpack = target.extension_one_per_byte && (dtype.lanes > 1 || view.packed());
-    } else if (detail::dtype_listed(target.copied_dtypes, dtype)) {
+    } else if (detail::copies_dtype(target, dtype)) {
       target_copies_dtype = true;
     } else {
       std::string hint = "Cast in the source library first (e.g. to float32), or choose a target that holds it.";
@@ -211,8 +260,7 @@ inline ConvertPlan plan_convert(const TensorView& view, Writability writability,
                        "and copy=False forbids the copy.",
                    "Pass copy=None to let dlbridge make the one unpacking copy.");
     plan.copy = CopyBy::dlbridge;
-    detail::add_reason(plan, copy_for_unpacking,
-                       target.extension + " stores sub-byte values and lanes one per byte");
+    plan.reasons |= copy_for_unpacking;
   }
   if (target.copies_on_import || target_copies_dtype) {
     if (copy == false)
@@ -222,9 +270,7 @@ inline ConvertPlan plan_convert(const TensorView& view, Writability writability,
                        ", and copy=False forbids the copy.",
                    "Pass copy=None: the copy " + name + " makes is the only one.");
     plan.copy = CopyBy::target;
-    detail::add_reason(plan, copy_by_target_import,
-                       target_copies_dtype ? name + " holds " + dtype_name(dtype) + " only in a copy of its own"
-                                           : name + " copies every array it imports");
+    plan.reasons |= copy_by_target_import;
   }
 
   if (plan.copy == CopyBy::none && !strides_fit(view.ndim(), view.shape(), view.strides(), target.strides)) {
@@ -236,8 +282,7 @@ inline ConvertPlan plan_convert(const TensorView& view, Writability writability,
                        " strides), and copy=False forbids the re-layout.",
                    "Pass copy=None to let dlbridge make one compact copy.");
     plan.copy = CopyBy::dlbridge;
-    detail::add_reason(plan, copy_for_layout,
-                       name + " needs " + detail::stride_rule_words(target.strides) + " strides");
+    plan.reasons |= copy_for_layout;
   }
 
   const bool protected_data = writability != Writability::writable;
@@ -253,17 +298,13 @@ inline ConvertPlan plan_convert(const TensorView& view, Writability writability,
                          "could change memory that must not change; copy=False forbids the private copy.",
                      "Pass copy=None to hand over one private, writable copy.");
       plan.copy = CopyBy::dlbridge;
-      detail::add_reason(plan, copy_for_read_only,
-                         writability == Writability::read_only
-                             ? "the data is read-only and " + name + " cannot see READ_ONLY"
-                             : "the data's writability is unknown (a legacy capsule) and " + name +
-                                   " cannot see READ_ONLY");
+      plan.reasons |= copy_for_read_only;
     }
   }
 
   if (copy == true && plan.copy == CopyBy::none) {
     plan.copy = CopyBy::dlbridge;
-    detail::add_reason(plan, copy_requested, "copy=True asks for a private copy");
+    plan.reasons |= copy_requested;
   }
 
   // The target copies data below its alignment itself (JAX: even size 0):
@@ -276,8 +317,7 @@ inline ConvertPlan plan_convert(const TensorView& view, Writability writability,
                        " bytes, and copy=False forbids the copy.",
                    "Pass copy=None, or allocate the source aligned.");
     plan.copy = CopyBy::target;
-    detail::add_reason(plan, copy_for_alignment,
-                       name + " copies data not aligned to " + std::to_string(target.alignment) + " bytes");
+    plan.reasons |= copy_for_alignment;
   }
   // dlbridge's copy lands on the source's device (or the CPU, host_alias):
   // a device whose runtime is absent here is refused now, not mid-way.
@@ -286,6 +326,29 @@ inline ConvertPlan plan_convert(const TensorView& view, Writability writability,
   plan.legacy_capsule_ok = protected_data && (plan.copy == CopyBy::target ||
                                               (plan.copy == CopyBy::none && target.read_only == ReadOnlyRule::immutable));
   return plan;
+}
+
+// The reasons of a plan in words, "" without a copy: asked for explanations
+// only, so that planning itself allocates nothing.
+inline std::string convert_plan_why(const ConvertPlan& plan, const TensorView& view, Writability writability,
+                                    const ConvertTarget& target) {
+  const std::string& name = target.name;
+  std::string why;
+  const auto add = [&](uint32_t bit, const std::string& words) {
+    if (plan.reasons & bit) why += (why.empty() ? "" : "; ") + words;
+  };
+  add(copy_for_unpacking, target.extension + " stores sub-byte values and lanes one per byte");
+  add(copy_by_target_import, detail::copies_dtype(target, view.dtype())
+                                 ? name + " holds " + dtype_name(view.dtype()) + " only in a copy of its own"
+                                 : name + " copies every array it imports");
+  add(copy_for_layout, name + " needs " + detail::stride_rule_words(target.strides) + " strides");
+  add(copy_for_read_only, writability == Writability::read_only
+                              ? "the data is read-only and " + name + " cannot see READ_ONLY"
+                              : "the data's writability is unknown (a legacy capsule) and " + name +
+                                    " cannot see READ_ONLY");
+  add(copy_requested, "copy=True asks for a private copy");
+  add(copy_for_alignment, name + " copies data not aligned to " + std::to_string(target.alignment) + " bytes");
+  return why;
 }
 
 }  // namespace dlbridge

@@ -36,7 +36,7 @@ struct HandOver {
   nb::object adapter;         // Target.hand_over(tensor, copy), or invalid
   // When the importer itself may still be called instead of the adapter.
   bool entry_takes = false;
-  std::vector<DType> entry_dtypes;  // empty: every dtype
+  DTypeSet entry_dtypes;  // empty: every dtype
   StrideRule entry_strides = StrideRule::any;
   nb::object extension_hand_over;                      // Extension.hand_over(tensor, dtype)
   std::vector<std::pair<DType, nb::object>> extension_types;  // single-lane DType -> the package's dtype
@@ -50,6 +50,9 @@ struct HandOver {
 struct LearntTarget {
   nb::object name;          // what the user passed (a str for cached entries)
   nb::object table_entry;   // TARGETS[name] when learnt (NULL if none): checked per call
+  // TARGETS's version when table_entry was last found there (3.10/3.11; 0
+  // elsewhere): while it stands, the entry is still the one.
+  mutable uint64_t table_version = 0;
   bool to_dlbridge = false;
   ConvertTarget plan_target;
   HandOver hand;
@@ -150,7 +153,7 @@ void learn_extension(LearntTarget& t, nb::handle extension) {
   for (const DType d : dtypes_of(extension.attr("dtypes"))) {
     nb::object found = attribute_or_none(package, dtype_name(d).c_str());
     if (found.is_none()) continue;
-    t.plan_target.extension_dtypes.push_back(d);
+    t.plan_target.extension_dtypes.insert(d);
     t.hand.extension_types.emplace_back(d, std::move(found));
   }
 }
@@ -169,10 +172,10 @@ void learn_description(LearntTarget& t, nb::handle spec) {
     for (nb::handle d : devices) p.devices.push_back(nb::cast<int32_t>(d));
   std::sort(p.devices.begin(), p.devices.end());
   nb::object dtypes = spec.attr("dtypes");
-  if (!dtypes.is_none()) p.dtypes = dtypes_of(dtypes);
+  if (!dtypes.is_none()) p.dtypes = DTypeSet(dtypes_of(dtypes));
   nb::object extension = spec.attr("extension");
   if (!extension.is_none()) learn_extension(t, extension);
-  p.copied_dtypes = dtypes_of(spec.attr("copied_dtypes"));
+  p.copied_dtypes = DTypeSet(dtypes_of(spec.attr("copied_dtypes")));
   p.copies_on_import = nb::cast<bool>(spec.attr("copies_on_import"));
   p.alignment = nb::cast<uint32_t>(spec.attr("alignment"));
   p.zero_dim = nb::cast<bool>(spec.attr("zero_dim"));
@@ -188,7 +191,7 @@ void learn_description(LearntTarget& t, nb::handle spec) {
   if (!takes.is_none()) {
     h.entry_takes = true;
     nb::object listed = takes.attr("dtypes");
-    if (!listed.is_none()) h.entry_dtypes = dtypes_of(listed);
+    if (!listed.is_none()) h.entry_dtypes = DTypeSet(dtypes_of(listed));
     h.entry_strides = stride_rule_of(takes.attr("strides"));
   }
 }
@@ -336,7 +339,12 @@ TargetRef find_target(PyObject* to) {
     for (const TargetRef& t : known_targets())
       if (PyUnicode_Compare(t->name.ptr(), to) == 0) found = t;
   if (PyErr_Occurred()) throw nb::python_error();
-  if (found && dict_item(hooks.targets, to) == found->table_entry.ptr()) return found;
+  const uint64_t version = py::dict_version(hooks.targets);
+  if (found && version != 0 && version == found->table_version) return found;
+  if (found && dict_item(hooks.targets, to) == found->table_entry.ptr()) {
+    found->table_version = version;
+    return found;
+  }
   if (found) forget(found.get());
   TargetRef learnt = learn_target(to);
   known_targets().push_back(learnt);
@@ -360,9 +368,11 @@ bool is_own_array(PyObject* x, const LearntTarget& t) {
 // request allows (a move to device=, a byte-swapped copy of NumPy data in
 // the other byte order). Writability is what the source said.
 struct Imported {
-  Tensor tensor;
-  uint32_t reasons = 0;  // ImportReason bits
-  std::string why;
+  const Tensor* source = nullptr;  // x's own tensor: x is a dlbridge.Tensor, taken as it is
+  std::optional<Tensor> owned;     // otherwise what was imported from x
+  uint32_t reasons = 0;            // ImportReason bits
+
+  const Tensor& tensor() const noexcept { return source != nullptr ? *source : *owned; }
 };
 
 enum ImportReason : uint32_t {
@@ -384,28 +394,36 @@ nb::object native_byte_order_copy(nb::handle x) {
   return x.attr("astype")(dtype.attr("newbyteorder")("="));
 }
 
-Imported import_source(PyObject* x, const ConvertRequest& request) {
+// Imports x into out: a dlbridge.Tensor with no device asked is read in place
+// (from_dlpack would return it as it is).
+void import_source(PyObject* x, const ConvertRequest& request, Imported& out) {
+  if (request.device == Py_None) {
+    out.source = as_tensor(x);
+    if (out.source != nullptr) return;
+  }
   ExchangeRequest exchange;
   if (request.device != Py_None) exchange.device = dl_device_from_python(request.device);
   // copy=True is made by the plan (unpacking or compact, once); only a
   // refusal to copy reaches the import.
   if (request.copy == false) exchange.copy = false;
-  Imported out;
   try {
-    out.tensor = import_object(x, exchange, "dlbridge.convert");
+    out.owned = import_object(x, exchange, "dlbridge.convert");
   } catch (...) {
     nb::object swapped = request.copy == false ? nb::object() : native_byte_order_copy(x);
     if (!swapped.is_valid()) throw;
-    out.tensor = import_object(swapped, exchange, "dlbridge.convert");
+    out.owned = import_object(swapped, exchange, "dlbridge.convert");
     out.reasons |= swapped_bytes;
-    out.why = "the source is in the byte order this machine does not use: one byte-swapped copy";
   }
-  const auto& storage = out.tensor.storage();
-  if (out.reasons == 0 && storage && (storage->flags() & DLBRIDGE_FLAG_IS_COPIED)) {
+  const auto& storage = out.owned->storage();
+  if (out.reasons == 0 && storage && (storage->flags() & DLBRIDGE_FLAG_IS_COPIED))
     out.reasons |= exchange.device ? moved_device : producer_copy;
-    out.why = exchange.device ? "device= moved the data, which is a copy" : "the producer delivered a copy";
-  }
-  return out;
+}
+
+std::string import_why(uint32_t reasons) {
+  if (reasons & swapped_bytes) return "the source is in the byte order this machine does not use: one byte-swapped copy";
+  if (reasons & moved_device) return "device= moved the data, which is a copy";
+  if (reasons & producer_copy) return "the producer delivered a copy";
+  return {};
 }
 
 Writability writability_of(const Tensor& t) {
@@ -438,7 +456,7 @@ struct Decision {
 
 bool entry_takes_view(const HandOver& h, const TensorView& v) {
   if (!h.entry_takes) return false;
-  if (!h.entry_dtypes.empty() && !detail::dtype_listed(h.entry_dtypes, v.dtype())) return false;
+  if (!h.entry_dtypes.empty() && !h.entry_dtypes.contains(v.dtype())) return false;
   return strides_fit(v.ndim(), v.shape(), v.strides(), h.entry_strides);
 }
 
@@ -463,8 +481,8 @@ Decision decide(PyObject* x, const LearntTarget& t, const ConvertRequest& reques
     d.via = Via::input;
     return d;
   }
-  d.imported = import_source(x, request);
-  const Tensor& tensor = d.imported->tensor;
+  import_source(x, request, d.imported.emplace());
+  const Tensor& tensor = d.imported->tensor();
   std::optional<bool> copy = request.copy;
   // A copy the import made is the one copy: private and writable.
   if (d.imported->reasons != 0 && copy == true) copy = std::nullopt;
@@ -480,8 +498,13 @@ nb::object extension_dtype(const LearntTarget& t, DType dtype) {
   throw nb::type_error("convert: the extension dtype vanished.");
 }
 
-// The tensor the plan hands over: dlbridge's copy, a relabelled view, or
-// the imported tensor itself.
+// Whether the plan hands over the imported tensor itself (no copy, no relabelling).
+bool hands_imported_tensor(const ConvertPlan& plan) noexcept {
+  return plan.copy != CopyBy::dlbridge && !plan.host_alias && !plan.legacy_capsule_ok;
+}
+
+// The tensor the plan hands over where it is not the imported one:
+// dlbridge's copy, or a relabelled view.
 Tensor planned_tensor(Tensor tensor, const ConvertPlan& plan) {
   if (plan.host_alias) tensor = tensor.with_view(tensor.view().with_device(Device{}));
   if (plan.copy == CopyBy::dlbridge) {
@@ -511,14 +534,25 @@ PyObject* call_importer(PyObject* importer, PyObject* arg, bool copy_false) {
   return PyObject_Vectorcall(importer, args, 1, names);
 }
 
+// The Python object for the tensor handed over: x itself where it is the
+// unchanged dlbridge.Tensor (no second object for the same tensor).
+nb::object tensor_object(PyObject* x, const Tensor& tensor, bool unchanged) {
+  return unchanged ? nb::borrow(x) : wrap_tensor(tensor);
+}
+
 PyObject* carry_out_decision(PyObject* x, const LearntTarget& t, const ConvertRequest& request, Decision& d,
                              PyObject* importer) {
   if (d.return_input) return Py_NewRef(x);
-  Tensor tensor = planned_tensor(std::move(d.imported->tensor), d.plan);
+  const ConvertPlan& p = d.plan;
+  const bool as_imported = hands_imported_tensor(p);
+  const bool unchanged = as_imported && d.imported->source != nullptr;
+  std::optional<Tensor> planned;
+  if (!as_imported) planned = planned_tensor(d.imported->tensor(), p);
+  const Tensor& tensor = planned ? *planned : d.imported->tensor();
   const bool copy_false = request.copy == false && t.hand.copy_keyword;
   switch (d.via) {
     case Via::dlbridge:
-      return wrap_tensor(std::move(tensor)).release().ptr();
+      return tensor_object(x, tensor, unchanged).release().ptr();
     case Via::exchange_api:
       if (PyObject* out = hand_over(t.hand.api, tensor)) return out;
       // The table refused what the importer may take: the importer decides.
@@ -527,11 +561,11 @@ PyObject* carry_out_decision(PyObject* x, const LearntTarget& t, const ConvertRe
       break;
     case Via::extension: {
       nb::object dtype = extension_dtype(t, tensor.view().dtype());
-      return t.hand.extension_hand_over(wrap_tensor(std::move(tensor)), dtype).release().ptr();
+      return t.hand.extension_hand_over(tensor_object(x, tensor, unchanged), dtype).release().ptr();
     }
     case Via::adapter: {
       nb::object copy_arg = request.copy ? nb::object(nb::bool_(*request.copy)) : nb::object(nb::none());
-      return t.hand.adapter(wrap_tensor(std::move(tensor)), copy_arg).release().ptr();
+      return t.hand.adapter(tensor_object(x, tensor, unchanged), copy_arg).release().ptr();
     }
     case Via::capsule: {
       nb::object capsule = make_capsule(tensor, ExportFormat::legacy, 0);
@@ -541,7 +575,7 @@ PyObject* carry_out_decision(PyObject* x, const LearntTarget& t, const ConvertRe
     case Via::input:
       break;
   }
-  nb::object arg = wrap_tensor(std::move(tensor));
+  nb::object arg = tensor_object(x, tensor, unchanged);
   return call_importer(importer, arg.ptr(), copy_false);
 }
 
@@ -631,6 +665,7 @@ PlanSummary summarise(const LearntTarget& t, const Decision& d) {
   s.unpack = p.unpack;
   s.host_alias = p.host_alias;
   const uint32_t imported = d.imported->reasons;
+  const Tensor& tensor = d.imported->tensor();
   s.copy = p.copy == CopyBy::dlbridge || (imported != 0 && p.copy == CopyBy::none) ? "dlbridge"
            : p.copy == CopyBy::target                                               ? "target"
                                                                                      : "none";
@@ -643,8 +678,9 @@ PlanSummary summarise(const LearntTarget& t, const Decision& d) {
       {copy_by_target_import, "target_import"}, {copy_for_alignment, "alignment"}};
   for (const auto& [bit, name] : names)
     if (p.reasons & bit) s.reasons.push_back(name);
-  s.why = d.imported->why;
-  if (!p.why.empty()) s.why += (s.why.empty() ? "" : "; ") + p.why;
+  s.why = import_why(imported);
+  const std::string plan_why = convert_plan_why(p, tensor.view(), writability_of(tensor), t.plan_target);
+  if (!plan_why.empty()) s.why += (s.why.empty() ? "" : "; ") + plan_why;
   return s;
 }
 

@@ -89,10 +89,32 @@ LazyState resolve_lazy_state(nb::handle x, const ProducerPolicy& policy, const E
   return out;
 }
 
+namespace {
+
+// What an exception says; its type's name where its __str__ raises or
+// gives no text (a producer's exception is not ours to trust).
+std::string exception_text(nb::handle exc) {
+  PyObject* text = PyObject_Str(exc.ptr());
+  if (text != nullptr) {
+    Py_ssize_t size = 0;
+    const char* data = PyUnicode_AsUTF8AndSize(text, &size);
+    if (data != nullptr) {
+      std::string out(data, size_t(size));
+      Py_DECREF(text);
+      return out;
+    }
+    Py_DECREF(text);
+  }
+  PyErr_Clear();
+  return std::string(nb::inst_name(exc).c_str()) + " (its message could not be read)";
+}
+
+}  // namespace
+
 void raise_producer_refusal(nb::handle x, const ProducerPolicy& policy,
                             nb::python_error& refusal) {
   const std::string producer = std::string(nb::inst_name(x).c_str());
-  const std::string reason = utf8_of(nb::str(refusal.value()));
+  const std::string reason = exception_text(refusal.value());
   const std::string message = producer + ".__dlpack__ refused the export: " + reason;
   if (policy.family == ProducerFamily::torch) {
     // Asked only after a failure, so successful imports pay nothing.

@@ -40,7 +40,7 @@ constexpr DType c128{dlabi::kDLComplex, 128, 1};
 // 64-byte aligned storage for every view below.
 alignas(64) float storage[256];
 
-std::vector<DType> standard() {
+dlbridge::DTypeSet standard() {
   return {boolean, {dlabi::kDLInt, 8, 1}, {dlabi::kDLInt, 32, 1}, {dlabi::kDLInt, 64, 1},
           {dlabi::kDLUInt, 8, 1}, {dlabi::kDLFloat, 16, 1}, f32, {dlabi::kDLFloat, 64, 1},
           {dlabi::kDLComplex, 64, 1}, c128};
@@ -66,7 +66,7 @@ ConvertTarget torch_like() {
   t.strides = StrideRule::nonnegative;
   t.devices = {dlabi::kDLCPU, dlabi::kDLCUDA};
   t.dtypes = standard();
-  t.dtypes.push_back(bf16);
+  t.dtypes.insert(bf16);
   return t;
 }
 
@@ -77,7 +77,7 @@ ConvertTarget jax_like() {
   t.strides = StrideRule::permuted_compact;
   t.devices = {dlabi::kDLCPU, dlabi::kDLCUDA};
   t.dtypes = standard();
-  t.dtypes.push_back(bf16);
+  t.dtypes.insert(bf16);
   t.alignment = 64;
   return t;
 }
@@ -147,7 +147,7 @@ TEST(PlanConvert, PlainDataIsHandedOverAsItIs) {
     const ConvertPlan p = plan(view_of({3, 4}), t, std::nullopt);
     EXPECT_EQ(p.action, ConvertAction::hand_over) << t.name;
     EXPECT_EQ(p.copy, CopyBy::none) << t.name;
-    EXPECT_TRUE(p.why.empty()) << t.name;
+    EXPECT_TRUE(dlbridge::convert_plan_why(p, view_of({3, 4}), Writability::writable, t).empty()) << t.name;
   }
 }
 
@@ -158,7 +158,8 @@ TEST(PlanConvert, ReadOnlyDataGetsOnePrivateCopyForATargetThatMayWrite) {
       const ConvertPlan p = plan(v, t, std::nullopt, w);
       EXPECT_EQ(p.copy, CopyBy::dlbridge) << t.name;
       EXPECT_EQ(p.reasons, uint32_t(dlbridge::copy_for_read_only)) << t.name;
-      EXPECT_NE(p.why.find("cannot see READ_ONLY"), std::string::npos) << p.why;
+      const std::string why = dlbridge::convert_plan_why(p, v, w, t);
+      EXPECT_NE(why.find("cannot see READ_ONLY"), std::string::npos) << why;
       EXPECT_EQ(refusal(v, t, false, w), ErrorCode::read_only) << t.name;
       EXPECT_EQ(plan(v, t, true, w).copy, CopyBy::dlbridge);
     }
@@ -278,6 +279,27 @@ TEST(PlanConvert, CopyTrueIsAlwaysExactlyOnePrivateCopy) {
   }
 }
 
+TEST(DTypeSet, HoldsWhatWasInsertedAndNothingElse) {
+  dlbridge::DTypeSet set{f32, bf16, int4, {dlabi::kDLFloat, 32, 4}};
+  EXPECT_EQ(set.size(), 4u);
+  set.insert(f32);
+  EXPECT_EQ(set.size(), 4u);
+  for (DType d : {f32, bf16, int4, DType{dlabi::kDLFloat, 32, 4}}) EXPECT_TRUE(set.contains(d));
+  for (DType d : {DType{dlabi::kDLFloat, 64, 1}, DType{dlabi::kDLInt, 32, 1}, DType{dlabi::kDLFloat, 32, 2},
+                  DType{dlabi::kDLInt, 8, 1}, DType{dlabi::kDLBfloat, 32, 1}, c128, boolean})
+    EXPECT_FALSE(set.contains(d)) << dlbridge::dtype_name(d);
+  // Every code and whole-byte width has a bit of its own.
+  dlbridge::DTypeSet all;
+  for (uint8_t code = 0; code < 25; ++code)
+    for (uint8_t bits : {8, 16, 32, 64, 128}) {
+      EXPECT_FALSE(all.contains(DType{code, bits, 1}));
+      all.insert(DType{code, bits, 1});
+      EXPECT_TRUE(all.contains(DType{code, bits, 1}));
+    }
+  EXPECT_EQ(all.size(), 125u);
+  EXPECT_TRUE(dlbridge::DTypeSet{}.empty());
+}
+
 // Every source of the matrix against every target: the rules hold case by case.
 TEST(PlanConvert, RulesHoldOverTheWholeMatrix) {
   struct Source {
@@ -339,7 +361,8 @@ TEST(PlanConvert, RulesHoldOverTheWholeMatrix) {
         EXPECT_NE(none_plan->copy, CopyBy::none) << where;
       }
       // A copy always says why; no copy says nothing.
-      EXPECT_EQ(none_plan->why.empty(), none_plan->copy == CopyBy::none) << where;
+      const std::string why = dlbridge::convert_plan_why(*none_plan, s.view, s.writability, t);
+      EXPECT_EQ(why.empty(), none_plan->copy == CopyBy::none) << where;
       EXPECT_EQ(none_plan->reasons == 0, none_plan->copy == CopyBy::none) << where;
     }
   EXPECT_EQ(cases, 3 * 12 * 7);
