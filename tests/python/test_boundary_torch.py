@@ -91,12 +91,14 @@ def test_torch_refusals_are_coded_dlpack_errors(case, entry):
     assert isinstance(info.value.__cause__, BufferError)
 
 
-def test_requires_grad_refused_by_torch_is_a_producer_error_naming_detach():
+def test_requires_grad_is_imported_read_only_on_every_path():
+    # torch's own __dlpack__ refuses it; dlbridge imports the detached view, read-only,
+    # whichever path the request takes (the exchange API, or __dlpack__ for copy=False).
     x = torch.ones(2, requires_grad=True)
-    with pytest.raises(dlbridge.ProducerError) as info:
-        dlbridge.from_dlpack(x, copy=False)
-    check_error(info, dlbridge.ProducerError, "producer_refused")
-    assert "detach()" in info.value.hint
+    for kwargs in ({}, {"copy": False}, {"device": "cpu"}):
+        t = dlbridge.from_dlpack(x, **kwargs)
+        assert t.readonly and t.data_ptr == x.data_ptr(), kwargs
+    assert not dlbridge.from_dlpack(x, copy=True).readonly  # a private copy
 
 
 def test_generic_producer_refusal_is_a_producer_error_with_the_cause():
