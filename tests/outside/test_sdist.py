@@ -12,6 +12,8 @@ import sys
 import tarfile
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 MANIFEST = Path(__file__).resolve().parent / "sdist-manifest.txt"
 
@@ -35,8 +37,13 @@ def manifest() -> list[str]:
     return [line for line in MANIFEST.read_text().splitlines() if line and not line.startswith("#")]
 
 
-def test_sdist_holds_exactly_the_manifest(tmp_path):
-    found = members(build_sdist(tmp_path))
+@pytest.fixture(scope="module")
+def sdist(tmp_path_factory) -> Path:
+    return build_sdist(tmp_path_factory.mktemp("sdist"))
+
+
+def test_sdist_holds_exactly_the_manifest(sdist):
+    found = members(sdist)
     expected = manifest()
     extra, missing = sorted(set(found) - set(expected)), sorted(set(expected) - set(found))
     assert not extra and not missing, (
@@ -44,8 +51,7 @@ def test_sdist_holds_exactly_the_manifest(tmp_path):
         f"a stray file? remove it; a file added or removed on purpose? {__doc__.strip().splitlines()[-1].strip()}")
 
 
-def test_sdist_carries_the_license_in_its_metadata(tmp_path):
-    sdist = build_sdist(tmp_path)
+def test_sdist_carries_the_license_in_its_metadata(sdist):
     with tarfile.open(sdist) as tar:
         top = tar.getnames()[0].split("/", 1)[0]
         pkg_info = tar.extractfile(f"{top}/PKG-INFO").read().decode()
