@@ -64,7 +64,7 @@ def _location(obj, module=None) -> tuple[str, int | None]:
 
 
 def _suggestion(name: str, candidates) -> str:
-    close = difflib.get_close_matches(name, sorted(set(candidates)), n=1, cutoff=0.75)
+    close = difflib.get_close_matches(name, sorted(set(candidates) - {name}), n=1, cutoff=0.75)
     return f"; did you mean {close[0]!r}?" if close else ""
 
 
@@ -75,13 +75,17 @@ def _top_level_modules():
 def _where_raised(exc: BaseException) -> str:
     """The innermost frame of exc's traceback outside dlbridge, as 'file:line'."""
     here = os.path.dirname(os.path.abspath(__file__))
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith(here)]
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if not f.filename.startswith((here, "<"))]  # nor importlib's frozen frames
     return f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
 
 
-def _resolve(option: str, spec: str, kind: str):
-    """The object that ``module:attr.path`` names, and its module; SetupError with the fix otherwise."""
-    module_name, _, attr = spec.partition(":")
+def _resolve(option: str, spec: str, kind: str, full: str | None = None):
+    """The object that ``module:attr.path`` (full, or spec itself) names, and its module; SetupError with the
+    fix otherwise."""
+    if full and full != spec:
+        spec = f"{spec} ({full})"
+    module_name, _, attr = (full or spec).partition(":")
     if not module_name or not attr:
         raise SetupError(f"{option} {spec}: expected module:{kind}")
     try:
@@ -182,35 +186,34 @@ def producer_subject(spec: str) -> Subject:
     option = "--dlpack-producer"
     if spec in check.BUILTIN:
         producer, module = check.load_target(spec), None
-        factory = producer.make
-        label = f"{option} {spec} (dlbridge's built-in factory)"
+        factory, whose = producer.make, "dlbridge's built-in factory"
     else:
         if ":" not in spec:
             raise SetupError(f"{option} {spec}: not a short name ({', '.join(check.BUILTIN)}) nor "
                              f"module:factory{_suggestion(spec, check.BUILTIN)}")
         factory, module = _resolve(option, spec, "factory")
         _check_signature(option, spec, factory, (PROBE_SHAPE, PROBE_DTYPE), "factory(shape, dtype)")
-        producer = check.load_target(spec)
-        label = f"{option} {spec}"
+        producer, whose = check.load_target(spec), "your factory"
     path, line = _location(factory, module)
     where = f"{path}:{line}" if line else path
+    label = f"{option} {spec}: {whose} ({where})"
 
     call = f"({PROBE_SHAPE}, {PROBE_DTYPE!r})"
     try:
         x = producer.make(PROBE_SHAPE, PROBE_DTYPE)
     except Exception as exc:
-        raise SetupError(f"{label}: your factory ({where}) raised {type(exc).__name__} for {call}: "
+        raise SetupError(f"{label} raised {type(exc).__name__} for {call}: "
                          f"{str(exc)[:200]}{_where_raised(exc)}") from None
     if not hasattr(x, "__dlpack__"):
-        raise SetupError(f"{label}: your factory ({where}) returned a {type(x).__name__}, which has no "
+        raise SetupError(f"{label} returned a {type(x).__name__}, which has no "
                          f"__dlpack__: it must return an array of the library under test")
     shape = _observed_shape(x)
     if shape is not None and shape != PROBE_SHAPE:
-        raise SetupError(f"{label}: your factory ({where}) returned shape {shape} for {PROBE_SHAPE}: "
+        raise SetupError(f"{label} returned shape {shape} for {PROBE_SHAPE}: "
                          f"factory(shape, dtype, readonly=False) must return a new array of that shape and dtype")
     dtype = _observed_dtype(x, PROBE_DTYPE)
     if dtype is not None:
-        raise SetupError(f"{label}: your factory ({where}) returned dtype {dtype} for {PROBE_DTYPE!r}: "
+        raise SetupError(f"{label} returned dtype {dtype} for {PROBE_DTYPE!r}: "
                          f"factory(shape, dtype, readonly=False) must return a new array of that shape and dtype")
     del x
 
@@ -226,7 +229,7 @@ def producer_subject(spec: str) -> Subject:
                 cannot = f"it returned a writable array for readonly=True ({shown})"
         if cannot:
             producer = _without_readonly(
-                producer, f"your factory {spec} ({where}) cannot make read-only arrays: {cannot}")
+                producer, f"{whose} {spec} ({where}) cannot make read-only arrays: {cannot}")
     return Subject(option, spec, producer, path, line)
 
 
@@ -237,7 +240,7 @@ def consumer_subject(spec: str) -> Subject:
     if ":" not in full:
         raise SetupError(f"{option} {spec}: not a short name ({', '.join(check_consumer.BUILTIN)}) nor "
                          f"module:callable{_suggestion(spec, check_consumer.BUILTIN)}")
-    consume, module = _resolve(option, full, "callable")
+    consume, module = _resolve(option, spec, "callable", full)
     _check_signature(option, spec, consume, (object(),), "consume(producer)")
     path, line = _location(consume, module)
     return Subject(option, spec, check_consumer.load_consumer(spec), path, line)

@@ -262,3 +262,21 @@ def test_importing_the_plugin_module_needs_no_pytest():
             "print(dlbridge.testing.pytest_configure.__name__)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "pytest_configure", out.stderr
+
+
+def test_a_short_name_whose_library_is_missing_is_a_usage_error(tmp_path):
+    # As where jax is not installed: importing it fails as Python fails it then.
+    code = ("import sys\n"
+            "class NoJax:\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name.split('.')[0] == 'jax':\n"
+            "            raise ModuleNotFoundError(\"No module named 'jax'\", name='jax')\n"
+            "sys.meta_path.insert(0, NoJax())\n"
+            "import pytest\n"
+            "sys.exit(pytest.main(['-p', 'dlbridge.testing', '-p', 'no:cacheprovider', '-q',\n"
+            "                      '--dlpack-producer', 'jax', '--dlpack-consumer', 'jax']))")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 4 and proc.stderr.count("ERROR:") == 1, proc.stdout + proc.stderr
+    assert "--dlpack-producer jax: dlbridge's built-in factory (" in proc.stderr
+    assert "raised ModuleNotFoundError for ((2, 3), 'float32'): No module named 'jax'" in proc.stderr
+    assert "--dlpack-consumer jax (jax.dlpack:from_dlpack): there is no module 'jax'" in proc.stderr
