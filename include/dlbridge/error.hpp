@@ -20,11 +20,12 @@ namespace dlbridge {
 // checks that the two agree.
 //
 // X(code, python_class, python_bases, meaning):
-//   code          the stable name: the C++ enumerator, Python's `.code`;
-//   python_class  the dlbridge exception class, or the built-in one
-//                 (ValueError, MemoryError) for codes Python reports as such;
-//   python_bases  the class's bases, in order; empty for built-ins;
-//   meaning       one line: what went wrong (the class docstring).
+//
+//     code          the stable name: the C++ enumerator, Python's `.code`;
+//     python_class  the dlbridge exception class, or the built-in one
+//                   (ValueError, MemoryError) for codes Python reports as such;
+//     python_bases  the class's bases, in order; empty for built-ins;
+//     meaning       one line: what went wrong (the class docstring).
 #define DLBRIDGE_ERROR_CODES(X)                                                              \
   X(unsupported_device_type, "UnsupportedDeviceError", "DLPackError",                       \
     "A DLDeviceType that this build cannot serve.")                                         \

@@ -70,11 +70,13 @@ inline std::vector<int64_t> prototype_shape(const abi::DLTensor* prototype) {
 }  // namespace detail
 
 // A Provider supplies, as static functions (each may throw dlbridge::Error):
-//   abi::DLManagedTensorVersioned* to_managed(void* object);  // new, owned
-//   void to_dltensor(void* object, abi::DLTensor* out);        // borrowed
-//   void* from_managed(abi::DLManagedTensorVersioned* tensor); // takes it
-//   void* current_stream(Device device);                      // may be NULL
-//   void report_error(std::exception_ptr error) noexcept;
+//
+//     abi::DLManagedTensorVersioned* to_managed(void* object);  // new, owned
+//     void to_dltensor(void* object, abi::DLTensor* out);        // borrowed
+//     void* from_managed(abi::DLManagedTensorVersioned* tensor); // takes it
+//     void* current_stream(Device device);                      // may be NULL
+//     void report_error(std::exception_ptr error) noexcept;
+//
 // The allocator is shared: new compact host tensors from allocate_compact.
 template <typename Provider>
 const abi::DLPackExchangeAPI* make_exchange_api() noexcept {

@@ -270,8 +270,8 @@ inline ManagedTensor empty_on(Device target, DType dtype, const std::vector<int6
 // Zero-copy export of device memory: dlbridge's own device data is ready on
 // its family's default stream (imports ask producers for it, copies are
 // queued on it), so a consumer that names another stream is made to wait
-// for that one without blocking the host. Host memory and stream -1 ("do
-// not synchronise") need nothing; neither does a family without a usable
+// for that one without blocking the host. Host memory and stream -1
+// ("do not synchronise") need nothing; neither does a family without a usable
 // backend here, since then no runtime in this process can have queued work.
 inline void make_ready_on(const TensorView& view, StreamArg consumer_stream,
                           backend::Registry* registry = nullptr) {

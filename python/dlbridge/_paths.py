@@ -16,14 +16,14 @@ def _installed_root() -> Path:
     spec = importlib.util.find_spec("dlbridge._core")
     if spec is None or spec.origin is None:
         raise FileNotFoundError("dlbridge._core is not installed, so neither are dlbridge's C++ files; "
-                                "reinstall dlbridge (pip install dlbridge).")
+                                "reinstall dlbridge (pip install . in its clone, or its wheel).")
     return Path(spec.origin).parent
 
 
 def _existing(directory: Path, marker: str, what: str) -> str:
     if not (directory / marker).is_file():
         raise FileNotFoundError(f"dlbridge's {what} should be at {directory} but {marker} is missing there; "
-                                "reinstall dlbridge (pip install --force-reinstall dlbridge).")
+                                "reinstall dlbridge (pip install --force-reinstall . in its clone, or its wheel).")
     return str(directory)
 
 

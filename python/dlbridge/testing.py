@@ -2,27 +2,26 @@
 
     pytest -p dlbridge.testing --dlpack-producer mylib:make_array --dlpack-consumer mylib:from_dlpack
 
-adds one test per observable DLPack 1.3 rule and per named producer or consumer: a producer is
-``module:factory`` with ``factory(shape, dtype, readonly=False)`` returning a fresh CPU array (or a short
-name: numpy, torch, jax, tvm_ffi, dlbridge); a consumer is ``module:callable`` taking one producer (or a
-short name). A rule that cannot be observed for that library is skipped with the reason; a broken rule
-fails with the evidence. The rules are those of ``dlbridge check`` (producers) and ``dlbridge.check_consumer``.
+adds one test per observable DLPack 1.3 rule and per named producer or consumer, with ids such as
+``dlpack-producer::P2.versioned[mylib:make_array]``. A producer is ``module:factory`` with
+``factory(shape, dtype, readonly=False)`` returning a new CPU array of exactly that shape and dtype (or a
+short name: numpy, torch, jax, tvm_ffi, dlbridge, tensorflow, paddle, arrow, warp, mlx); a consumer is
+``module:callable`` taking one producer (or a short name: numpy, torch, jax, tvm_ffi, dlbridge). The rules
+are those of ``dlbridge check`` (producers) and ``dlbridge.check_consumer`` (consumers).
 
-Without either option the plugin adds nothing, so it is safe to enable in ``addopts``.
+Before any rule runs, the plugin checks what it was given: a module that cannot be imported, a name it
+does not have, a factory that cannot be called as ``factory(shape, dtype)`` or that returns another shape
+or dtype than asked stop the run with one usage error (exit status 4) naming each problem and the
+factory. A factory without ``readonly`` (a library with no read-only arrays), or one that raises or
+returns a writable array for ``readonly=True``, has the rules that need a read-only array skipped, with
+that reason. A rule that cannot be observed for the library is skipped with the reason; a broken rule
+fails with the rule and the evidence. Every report points at the factory or callable (its file and line).
+
+Without either option the plugin adds nothing, so it is safe to enable in ``addopts``. Importing this
+module does not import pytest; it is imported when pytest loads the plugin.
 """
 
 from __future__ import annotations
-
-import os
-
-import pytest
-
-from . import check, check_consumer
-
-_HERE = os.path.dirname(os.path.abspath(__file__))
-# One module of rule tests per side, so a run that names only producers collects no consumer tests.
-_RULE_TESTS = {"dlpack_producer": os.path.join(_HERE, "conformance_producer.py"),
-               "dlpack_consumer": os.path.join(_HERE, "conformance_consumer.py")}
 
 
 def pytest_addoption(parser):
@@ -34,35 +33,16 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
-    for option, module in _RULE_TESTS.items():
-        if config.getoption(option) and module not in config.args:
-            config.args.append(module)
+    producers, consumers = config.getoption("dlpack_producer"), config.getoption("dlpack_consumer")
+    if not producers and not consumers:
+        return
+    import pytest
 
+    from .conformance_setup import subjects
 
-def pytest_generate_tests(metafunc):
-    if "dlpack_producer_rule" in metafunc.fixturenames:
-        cases = [(spec, r) for spec in metafunc.config.getoption("dlpack_producer") for r in check.RULES]
-        metafunc.parametrize("dlpack_producer_rule", cases, ids=[f"{spec}::{r[0]}" for spec, r in cases])
-    if "dlpack_consumer_rule" in metafunc.fixturenames:
-        cases = [(spec, r) for spec in metafunc.config.getoption("dlpack_consumer") for r in check_consumer.RULES]
-        metafunc.parametrize("dlpack_consumer_rule", cases, ids=[f"{spec}::{r[0]}" for spec, r in cases])
+    found, errors = subjects(producers, consumers)
+    if errors:
+        raise pytest.UsageError("dlbridge.testing: no DLPack rule was run:\n  " + "\n  ".join(errors))
+    from .conformance_items import ConformancePlugin
 
-
-def report(text: str, outcome: tuple[bool, str]) -> None:
-    """Turns one rule's (ok, evidence) into a pass, or a failure that quotes the rule and the evidence."""
-    ok, evidence = outcome
-    if not ok:
-        pytest.fail(f"{text}\nevidence: {evidence}", pytrace=False)
-
-
-def run_rule(fn, *args):
-    """Runs a rule; an unobservable one becomes a skip with its reason."""
-    try:
-        return fn(*args)
-    except check.NotObservable as exc:
-        pytest.skip(f"not observable: {exc}")
-    except check.ToolMissing as exc:
-        pytest.fail(f"dlbridge cannot check this rule here: {exc}", pytrace=False)
-    except Exception as exc:
-        # As in `dlbridge check`: a library that raises where the rule expects an answer breaks the rule.
-        return False, f"raised {type(exc).__name__}: {str(exc)[:160]}"
+    config.pluginmanager.register(ConformancePlugin(found), "dlbridge-conformance")

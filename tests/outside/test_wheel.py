@@ -54,3 +54,13 @@ def test_outside_extension_compiled_against_the_wheels_headers_only(extensions, 
     assert sorted(p.name.split(".")[0] for p in extensions.glob("*.so")) == [
         "casters_bench_nanobind", "casters_bench_pybind11", "casters_nanobind", "casters_pybind11",
         "scale_nanobind", "scale_pybind11"]
+
+
+def test_wheel_carries_the_license(wheel):
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        metadata = archive.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+        licenses = [n for n in names if n.endswith(".dist-info/licenses/LICENSE")]
+        assert len(licenses) == 1, names
+        assert archive.read(licenses[0]) == (ROOT / "LICENSE").read_bytes()
+    assert "License-Expression: Apache-2.0" in metadata and "License-File: LICENSE" in metadata
