@@ -140,7 +140,7 @@ def test_failure_message_quotes_rule_and_evidence_and_names_the_factory(producer
     _, _, messages = producers
     text = messages["jax::P2.versioned"]
     assert "max_version=(1, 3) gives 'dltensor_versioned'" in text and "evidence:" in text
-    assert "--dlpack-producer jax (" in text and "check.py:" in text  # dlbridge's built-in jax factory
+    assert "--dlpack-producer jax (" in text and "libraries/jax.py:" in text  # dlbridge's built-in jax factory
 
 
 def test_consumer_findings(consumers):
