@@ -78,7 +78,8 @@ def _calibrate(timer: timeit.Timer, batch_s: float) -> int:
 
 
 def compare(candidates: dict[str, tuple], *, batch_s: float, reps: int,
-            budget_s: float | None = None) -> dict[str, dict]:
+            budget_s: float | None = None, warmup: bool = False,
+            min_reps: int = 3) -> dict[str, dict]:
     """Median ns per call of fn(arg) for each name -> (fn, arg), or of
     fn(arg, *more) for name -> (fn, arg, more): a function that takes more
     arguments is called as users call it, not through a Python wrapper that
@@ -86,7 +87,10 @@ def compare(candidates: dict[str, tuple], *, batch_s: float, reps: int,
 
     Candidates take turns batch by batch, and the order rotates each round so
     that none always runs first after the others warmed or cooled the caches.
-    budget_s stops early (after at least 3 rounds) when a round is slow.
+    warmup: each batch follows one untimed call of its own candidate, so it
+    starts from that candidate's cache, TLB and allocator state, not the one
+    the previous candidate left. budget_s stops early (after at least
+    min_reps rounds) when a round is slow.
     """
     def timer(fn, arg, more=()):
         names = {f"more{i}": value for i, value in enumerate(more)}
@@ -101,8 +105,10 @@ def compare(candidates: dict[str, tuple], *, batch_s: float, reps: int,
     for r in range(reps):
         for k in range(len(names)):
             name = names[(r + k) % len(names)]
+            if warmup:
+                timers[name].timeit(1)
             samples[name].append(timers[name].timeit(numbers[name]) / numbers[name] * 1e9)
-        if budget_s is not None and r >= 2 and time.perf_counter() - start > budget_s:
+        if budget_s is not None and r + 1 >= min_reps and time.perf_counter() - start > budget_s:
             break
     gc.collect()
     return {name: {"ns": statistics.median(s), "ns_min": min(s), "batches": len(s),

@@ -7,10 +7,17 @@
 // bit, so it is right for overlapping views by construction. copy_into must
 // produce exactly the same buffers (bits outside dst untouched), or refuse
 // with the code the first failing rule documents.
+//
+// The input's remaining bytes then drive the sub-byte kernels directly
+// (unpack_run, pack_run, extend_run on a vector set up to the CPU's best)
+// against their value-by-value reference, over runs long enough for every
+// vector block, from any bit offset; each run's buffer is exactly the bytes
+// it may touch, so ASan reports a read or write past it.
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "fuzz_support.hpp"
 
@@ -132,10 +139,43 @@ void run(FuzzedDataProvider& in) {
   FUZZ_CHECK(std::memcmp(expected, arenas, sizeof arenas) == 0);
 }
 
+void check_subbyte_kernels(FuzzedDataProvider& in) {
+  using detail::VectorIsa;
+  const int best = int(detail::best_vector_isa());
+  detail::subbyte_isa() = VectorIsa(in.ConsumeIntegralInRange<int>(0, best));
+  const unsigned bits = in.ConsumeIntegralInRange<unsigned>(1, 8);
+  const int64_t bit = bits == 8 ? 8 * in.ConsumeIntegralInRange<int64_t>(0, 3)
+                                : in.ConsumeIntegralInRange<int64_t>(0, 63);
+  const int64_t n = in.ConsumeIntegralInRange<int64_t>(0, 700);
+  const bool sign = in.ConsumeBool();
+  const size_t bytes = size_t((bit + n * bits + 7) / 8);
+  std::vector<unsigned char> packed(bytes), values(static_cast<size_t>(n));
+  for (auto& b : packed) b = in.ConsumeIntegral<unsigned char>();
+  for (auto& b : values) b = in.ConsumeIntegral<unsigned char>();
+
+  std::vector<unsigned char> got(static_cast<size_t>(n)), want(static_cast<size_t>(n));
+  detail::unpack_run(got.data(), packed.data(), bit, n, bits, sign);
+  detail::unpack_reference(want.data(), packed.data(), bit, n, bits, sign);
+  FUZZ_CHECK(got == want);
+
+  std::vector<unsigned char> packed_got = packed, packed_want = packed;
+  detail::pack_run(packed_got.data(), bit, values.data(), n, bits);
+  detail::pack_reference(packed_want.data(), bit, values.data(), n, bits);
+  FUZZ_CHECK(packed_got == packed_want);
+
+  detail::extend_run(got.data(), values.data(), n, bits, sign);
+  for (int64_t i = 0; i < n; ++i)
+    want[size_t(i)] = bits >= 8 ? values[size_t(i)]
+                                : detail::extend_value(values[size_t(i)] & ((1u << bits) - 1), bits, sign);
+  FUZZ_CHECK(got == want);
+  detail::subbyte_isa() = VectorIsa(best);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzedDataProvider in(data, size);
   run(in);
+  if (in.remaining_bytes() > 0) check_subbyte_kernels(in);
   return 0;
 }

@@ -29,7 +29,8 @@
 namespace dlbridge {
 
 struct CopyOptions {
-  // Most threads one copy may use; 0 means std::thread::hardware_concurrency.
+  // Most threads one copy may use; 0 means the CPUs this thread may run on
+  // (its affinity mask, so a process pinned to one CPU copies on one thread).
   unsigned max_threads = 0;
   // Each thread of a strided or transposing copy gets at least this many
   // bytes, so smaller copies stay on the calling thread. bench/copy_bench's
@@ -221,17 +222,28 @@ inline ManagedTensor copy_to_compact(const TensorView& src,
   return out;
 }
 
+// How copy_unpacked widens sub-byte values to a byte.
+struct UnpackOptions {
+  // false: the bits above the value are zero (how ml_dtypes stores int4,
+  // and what it reads back). true: signed integer types (int1 to int7)
+  // copy their sign bit into them, so each byte also reads as the same
+  // value as an int8; unsigned and floating-point types stay zero-extended.
+  bool sign_extend = false;
+};
+
 // A new, writable, compact row-major host copy of src with one element per
 // byte or more, the layout that consumers which address elements one by one
 // need (NumPy with ml_dtypes stores int4 and float4_e2m1fn a byte each):
-// sub-byte values each get a byte, zero-extended, and IS_SUBBYTE_TYPE_PADDED
-// is set; vector lanes (lanes > 1, e.g. PyTorch's FP4 as (17, 4, 2)) become a
-// trailing axis of that length, lane 0 first, as DLPack packs them from bit 0.
-// Padded or packed sources are both read correctly. Errors:
-// device_unavailable (src not host-accessible), unsupported_dtype (a lane
-// wider than a byte that is not a whole number of bytes, e.g. int12).
+// sub-byte values each get a byte (see UnpackOptions), and
+// IS_SUBBYTE_TYPE_PADDED is set; vector lanes (lanes > 1, e.g. PyTorch's FP4
+// as (17, 4, 2)) become a trailing axis of that length, lane 0 first, as
+// DLPack packs them from bit 0. Padded or packed sources are both read
+// correctly; a padded source's padding bits are ignored. One thread.
+// Errors: device_unavailable (src not host-accessible), unsupported_dtype (a
+// lane wider than a byte that is not a whole number of bytes, e.g. int12).
 inline ManagedTensor copy_unpacked(const TensorView& src,
-                                   uint64_t extra_flags = DLBRIDGE_FLAG_IS_COPIED) {
+                                   uint64_t extra_flags = DLBRIDGE_FLAG_IS_COPIED,
+                                   const UnpackOptions& options = {}) {
   if (!is_host_accessible(src.device().type))
     detail::fail(ErrorCode::device_unavailable,
                  "copy_unpacked: src lives on " + to_string(src.device()) +
@@ -251,35 +263,67 @@ inline ManagedTensor copy_unpacked(const TensorView& src,
       extra_flags | (bits < 8 ? uint64_t(DLBRIDGE_FLAG_IS_SUBBYTE_TYPE_PADDED) : 0);
   ManagedTensor out = allocate_compact(to, shape, flags);
   if (src.size() == 0) return out;
+  const auto* in = static_cast<const unsigned char*>(src.data());
+  auto* dst = static_cast<unsigned char*>(out.view().data());
+  // The result's strides in src's elements: compact, row-major. Every
+  // product fits: the result's size was checked when it was allocated.
+  std::vector<int64_t> dst_strides(size_t(src.ndim()), 1);
+  for (int32_t d = src.ndim() - 1; d > 0; --d)
+    dst_strides[size_t(d - 1)] = dst_strides[size_t(d)] * src.shape(d);
+  const bool sign = options.sign_extend && from.code == abi::kDLInt;
+  if (bits >= 8 || (lanes == 1 && !src.packed())) {
+    // Whole-byte elements, or padded values a byte each: the byte kernels
+    // move them (transposes included), and padded values are then masked
+    // or sign-extended in place.
+    const int64_t elem = int64_t(from.element_bytes());
+    detail::run_byte_plan(
+        detail::plan_byte_copy(static_cast<const char*>(src.data()), reinterpret_cast<char*>(dst),
+                               elem, src.ndim(), src.shape(), src.strides(),
+                               dst_strides.data(), src.size()),
+        1);
+    if (bits < 8) detail::extend_run(dst, dst, src.size(), bits, sign);
+    return out;
+  }
   // Where element 0 of src starts and how far one element step moves, in
   // bits: packed elements abut, anything else starts on its own byte.
   const int64_t step_bits =
       src.packed() ? int64_t(from.element_bits()) : int64_t(from.element_bytes()) * 8;
-  const auto* in = static_cast<const unsigned char*>(src.data());
-  auto* dst = static_cast<unsigned char*>(out.view().data());
-  const int64_t lane_bytes = bits < 8 ? 1 : bits / 8;
-  const int32_t ndim = src.ndim();
-  std::vector<int64_t> index(size_t(ndim), 0);
-  int64_t offset = 0;  // element offset of index in src
-  for (int64_t n = src.size(); n > 0; --n) {
-    const int64_t first_bit = offset * step_bits;
-    for (unsigned l = 0; l < lanes; ++l, dst += lane_bytes) {
-      const int64_t bit = first_bit + int64_t(l) * bits;
-      if (bits < 8)
-        *dst = (unsigned char)detail::read_bits(in, bit, bits);
-      else
-        std::memcpy(dst, in + bit / 8, size_t(lane_bytes));
-    }
-    for (int32_t d = ndim - 1; d >= 0; --d) {
-      // A size-1 dimension is never stepped along, and its stride may be
-      // anything (up to INT64_MAX): adding it would overflow.
-      if (src.shape(d) == 1) continue;
-      offset += src.stride(d);
-      if (++index[size_t(d)] < src.shape(d)) break;
-      offset -= src.stride(d) * src.shape(d);
-      index[size_t(d)] = 0;
-    }
+  detail::unpack_elements(dst, in,
+                          detail::gather_dims(src.ndim(), src.shape(), src.strides(),
+                                              dst_strides.data(), 1),
+                          step_bits, bits, lanes, sign);
+  return out;
+}
+
+// A new, writable, compact row-major host copy of src with sub-byte
+// elements packed several to a byte (DLPack's default; IS_SUBBYTE_TYPE_PADDED
+// clear): the reverse of copy_unpacked for one-lane types. A padded
+// source's values are taken from the low bits of each element, whatever its
+// padding bits hold. Packed sources and whole-byte types are copied as
+// copy_to_compact copies them. Errors: device_unavailable (src not
+// host-accessible), out_of_memory.
+inline ManagedTensor copy_packed(const TensorView& src,
+                                 uint64_t extra_flags = DLBRIDGE_FLAG_IS_COPIED) {
+  if (!is_host_accessible(src.device().type))
+    detail::fail(ErrorCode::device_unavailable,
+                 "copy_packed: src lives on " + to_string(src.device()) +
+                     ", which is not available to the host.",
+                 "Copy it to the host first.");
+  if (!src.dtype().is_subbyte() || src.packed())
+    return copy_to_compact(src, extra_flags & ~uint64_t(DLBRIDGE_FLAG_IS_SUBBYTE_TYPE_PADDED));
+  const std::vector<int64_t> shape(src.shape(), src.shape() + src.ndim());
+  const uint64_t flags = extra_flags & ~uint64_t(DLBRIDGE_FLAG_IS_SUBBYTE_TYPE_PADDED);
+  ManagedTensor out = allocate_compact(src.dtype(), shape, flags);
+  if (src.size() == 0) return out;
+  // Padded elements are a byte each: a strided source is first made compact.
+  ManagedTensor compact;
+  const unsigned char* values = static_cast<const unsigned char*>(src.data());
+  if (!src.is_c_contiguous()) {
+    compact = copy_to_compact(src, 0);
+    values = static_cast<const unsigned char*>(compact.view().data());
   }
+  detail::pack_run(static_cast<unsigned char*>(out.view().data()), 0, values, src.size(),
+                   src.dtype().element_bits());
   return out;
 }
 

@@ -61,8 +61,35 @@ def test_copy_numpy_quick(results: Path) -> None:
     kinds = {r["kind"] for r in data["results"]}
     assert kinds == {"contiguous", "transpose", "slice", "reversed"}
     for row in data["results"]:
-        assert row["bytes"] == row["n"] * row["n"] * 4
-        assert row["dlbridge_gbps"] > 0 and row["numpy_gbps"] > 0 and row["memcpy_gbps"] > 0
+        assert row["bytes"] == row["n"] * row["n"] * {"float32": 4, "float64": 8, "uint16": 2, "uint8": 1}[row["dtype"]]
+        assert row["dlbridge_gbps"] > 0 and row["numpy_gbps"] > 0 and row["floor_gbps"] > 0
+        assert 0 < row["ratio_vs_floor_p10"] <= row["ratio_vs_floor"] <= row["ratio_vs_floor_p90"]
+    assert {r["dtype"] for r in data["results"] if r["kind"] == "transpose"} == {"float32", "float64", "uint16", "uint8"}
+    # One pinned CPU, and the NumPy code the unpacking is compared with, recorded.
+    assert data["settings"]["pinned_cpu"] is not None
+    assert "p >> 4" in data["settings"]["numpy_unpack"]
+    assert [r["values"] for r in data["unpack"]] == [64 << 10, 1 << 20]
+    assert all(r["dlbridge_gbps"] > 0 and r["numpy_gbps"] > 0 for r in data["unpack"])
+
+
+COPY_BENCH = ROOT / "build" / "bench-suite" / "bench" / "copy_bench"
+
+
+@pytest.mark.skipif(not COPY_BENCH.exists(),
+                    reason="copy_bench is not built (bench/run builds it into build/bench-suite)")
+def test_copy_bench_quick(results: Path) -> None:
+    out = results / "copy.json"
+    subprocess.run([str(COPY_BENCH), "--quick", "--only", "transpose,subbyte", str(out)],
+                   check=True, capture_output=True, text=True, timeout=300)
+    data = json.loads(out.read_text())
+    assert data["machine"]["load_average_start"] and data["machine"]["subbyte_isa"]
+    rows = data["results"]
+    assert {r["kind"] for r in rows} == {"transpose", "unpack", "pack"}
+    for row in rows:
+        # The floor is measured in the same rounds: a ratio and its spread, and faults apart.
+        assert row["candidates"][1] == "memcpy" and len(row["gbps"]) == len(row["faults_per_call"])
+        assert 0 < row["ratio_p10"] <= row["ratio"] <= row["ratio_p90"]
+    assert {r["mode"] for r in rows} == {"touched", "fresh"}
 
 
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
@@ -118,7 +145,7 @@ def test_report(results: Path, tmp_path: Path) -> None:
     subprocess.run([sys.executable, str(BENCH / "report.py"), "--results", str(results),
                     "--md", str(md), "--png", str(png)], check=True, capture_output=True, text=True)
     text = md.read_text()
-    for heading in ("## Targets (issues 5 and 11)", "## 1. Import", "## 2. Export", "## 3. C exchange API",
+    for heading in ("## Targets (issues 5, 11 and 32)", "## 1. Import", "## 2. Export", "## 3. C exchange API",
                     "## 4. Copies", "## 5. Instructions per call", "## 6. `dlbridge.convert"):
         assert heading in text
     assert "import numpy array: dlbridge vs numpy.from_dlpack" in text

@@ -10,26 +10,27 @@
 #include <thread>
 #include <vector>
 
+#include "platform.hpp"
+
 namespace dlbridge::detail {
 
-// 0 means "as many as the hardware has"; hardware_concurrency() may itself
-// answer 0 when it cannot tell, and one thread is always possible.
-// glibc answers hardware_concurrency() by reading /sys on every call, which
-// cost microseconds per small copy, so the answer is read once.
+// 0 means "as many CPUs as this thread may run on" (its affinity: a
+// process pinned to one CPU gets one thread, not two sharing it).
 inline unsigned resolve_thread_count(unsigned requested) noexcept {
-  if (requested != 0) return requested;
-  static const unsigned hw = std::thread::hardware_concurrency();
-  return hw == 0 ? 1 : hw;
+  return requested != 0 ? requested : platform::usable_cpus();
 }
 
 // How many threads a copy of `bytes` deserves: each must get at least
-// min_bytes_per_thread, or starting it costs more than it saves.
+// min_bytes_per_thread, or starting it costs more than it saves. A copy too
+// small for two never asks for the CPU count (a system call with
+// max_threads 0), so small copies pay nothing for it.
 inline unsigned threads_for(int64_t bytes, unsigned max_threads,
                             int64_t min_bytes_per_thread) noexcept {
-  const unsigned limit = resolve_thread_count(max_threads);
-  if (limit <= 1 || min_bytes_per_thread <= 0) return limit <= 1 ? 1 : limit;
+  if (max_threads == 1) return 1;
+  if (min_bytes_per_thread <= 0) return resolve_thread_count(max_threads);
   const int64_t by_size = bytes / min_bytes_per_thread;
-  return unsigned(std::clamp<int64_t>(by_size, 1, int64_t(limit)));
+  if (by_size <= 1) return 1;
+  return unsigned(std::clamp<int64_t>(by_size, 1, int64_t(resolve_thread_count(max_threads))));
 }
 
 // Calls body(begin, end) on disjoint ranges covering [0, count), one per

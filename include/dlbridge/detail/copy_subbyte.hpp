@@ -11,41 +11,9 @@
 
 #include "copy_parallel.hpp"
 #include "copy_plan.hpp"
+#include "subbyte_kernels.hpp"
 
 namespace dlbridge::detail {
-
-// Byte index and bit shift of a bit position that may be negative.
-struct BitPos {
-  int64_t byte;
-  unsigned shift;
-};
-inline BitPos bit_pos(int64_t bit) noexcept {
-  const int64_t byte = bit >= 0 ? bit / 8 : -((-bit + 7) / 8);
-  return {byte, unsigned(bit - byte * 8)};
-}
-
-// Reads only the bytes the element occupies: the next byte may be outside
-// the view's memory when the element ends on a byte boundary.
-inline unsigned read_bits(const unsigned char* base, int64_t bit,
-                          unsigned bits) noexcept {
-  const BitPos p = bit_pos(bit);
-  unsigned word = base[p.byte];
-  if (p.shift + bits > 8) word |= unsigned(base[p.byte + 1]) << 8;
-  return (word >> p.shift) & ((1u << bits) - 1);
-}
-
-inline void write_bits(unsigned char* base, int64_t bit, unsigned bits,
-                       unsigned value) noexcept {
-  const BitPos p = bit_pos(bit);
-  const unsigned mask = ((1u << bits) - 1) << p.shift;
-  const unsigned shifted = value << p.shift;
-  base[p.byte] = (unsigned char)((base[p.byte] & ~mask) | (shifted & mask));
-  if (p.shift + bits > 8) {
-    const unsigned high_mask = mask >> 8;
-    base[p.byte + 1] =
-        (unsigned char)((base[p.byte + 1] & ~high_mask) | ((shifted >> 8) & high_mask));
-  }
-}
 
 // nbits from byte-aligned src to byte-aligned dst; the bits of dst's last
 // byte beyond nbits keep their value.
@@ -59,19 +27,80 @@ inline void copy_aligned_bits(unsigned char* dst, const unsigned char* src,
   }
 }
 
+// Values go through byte buffers of this many (on the stack) where a row
+// cannot be moved as bits: a shifted or strided source.
+constexpr int64_t subbyte_chunk = 1024;
+
+// n values from src (value i at bit src_bit + i * src_step_bits) to a byte each.
+inline void gather_values(unsigned char* out, const unsigned char* src, int64_t src_bit,
+                          int64_t src_step_bits, int64_t n, unsigned bits) noexcept {
+  for (int64_t i = 0; i < n; ++i, src_bit += src_step_bits)
+    out[i] = (unsigned char)read_bits(src, src_bit, bits);
+}
+
 // One run of n elements with element strides src_step / dst_step starting
-// at the given bit positions.
+// at the given bit positions. A contiguous pair whose starts share their
+// place in a byte moves as bytes; other rows into contiguous dst go through
+// a byte buffer (unpacked, or gathered when src is strided) and are packed
+// in vectors; anything else moves value by value.
 inline void packed_row(unsigned char* dst, int64_t dst_bit, const unsigned char* src,
                        int64_t src_bit, int64_t n, int64_t dst_step,
                        int64_t src_step, unsigned bits) noexcept {
-  if (src_step == 1 && dst_step == 1 && dst_bit % 8 == 0 && src_bit % 8 == 0) {
-    copy_aligned_bits(dst + bit_pos(dst_bit).byte, src + bit_pos(src_bit).byte,
-                      n * bits);
+  if (src_step == 1 && dst_step == 1 && bit_pos(dst_bit).shift == bit_pos(src_bit).shift) {
+    for (; n > 0 && bit_pos(dst_bit).shift != 0; --n, dst_bit += bits, src_bit += bits)
+      write_bits(dst, dst_bit, bits, read_bits(src, src_bit, bits));
+    if (n > 0) copy_aligned_bits(dst + bit_pos(dst_bit).byte, src + bit_pos(src_bit).byte, n * bits);
+    return;
+  }
+  if (dst_step == 1) {
+    unsigned char buffer[subbyte_chunk];
+    for (int64_t done = 0; done < n; done += subbyte_chunk) {
+      const int64_t m = std::min(subbyte_chunk, n - done);
+      if (src_step == 1)
+        unpack_run(buffer, src, src_bit + done * bits, m, bits, false);
+      else
+        gather_values(buffer, src, src_bit + done * src_step * bits, src_step * bits, m, bits);
+      pack_run(dst, dst_bit + done * bits, buffer, m, bits);
+    }
     return;
   }
   const int64_t ds = dst_step * bits, ss = src_step * bits;
   for (int64_t i = 0; i < n; ++i, dst_bit += ds, src_bit += ss)
     write_bits(dst, dst_bit, bits, read_bits(src, src_bit, bits));
+}
+
+// The side of the byte tiles that transposed sub-byte copies go through.
+constexpr int64_t subbyte_tile = 64;
+
+// out[i][j] = in[j][i] for a tile of rows x cols bytes; `in` has rows of
+// subbyte_tile bytes, out rows `out_stride` apart.
+inline void transpose_byte_tile(unsigned char* out, int64_t out_stride, const unsigned char* in,
+                                int64_t rows, int64_t cols) noexcept {
+  for (int64_t i = 0; i < cols; ++i)
+    for (int64_t j = 0; j < rows; ++j) out[i * out_stride + j] = in[j * subbyte_tile + i];
+}
+
+// A transposed pair of inner dims: `across` (src stride 1, dst stride
+// across.dst) outside `inner` (dst stride 1, src stride inner.src). Tiles
+// of 64 x 64 values: each src row segment is unpacked in vectors, the
+// bytes are transposed, and each dst row segment packed in vectors.
+inline void packed_transpose(unsigned char* dst, int64_t dst_bit, const unsigned char* src,
+                             int64_t src_bit, const CopyDim& across, const CopyDim& inner,
+                             unsigned bits) noexcept {
+  unsigned char rows[subbyte_tile * subbyte_tile], cols[subbyte_tile * subbyte_tile];
+  for (int64_t j0 = 0; j0 < across.size; j0 += subbyte_tile)
+    for (int64_t i0 = 0; i0 < inner.size; i0 += subbyte_tile) {
+      const int64_t nj = std::min(subbyte_tile, across.size - j0);
+      const int64_t ni = std::min(subbyte_tile, inner.size - i0);
+      // rows[i][j]: value (j0 + j, i0 + i), read along j (contiguous in src).
+      for (int64_t i = 0; i < ni; ++i)
+        unpack_run(rows + i * subbyte_tile, src, src_bit + (j0 + (i0 + i) * inner.src) * bits,
+                   nj, bits, false);
+      transpose_byte_tile(cols, subbyte_tile, rows, ni, nj);
+      for (int64_t j = 0; j < nj; ++j)
+        pack_run(dst, dst_bit + ((j0 + j) * across.dst + i0) * bits, cols + j * subbyte_tile,
+                 ni, bits);
+    }
 }
 
 // dims are in elements. Threads are used only when both sides are one
@@ -94,11 +123,71 @@ inline void copy_packed(const unsigned char* src, unsigned char* dst,
     });
     return;
   }
+  const CopyDim inner = dims.inner();
+  if (dims.ndim >= 2 && inner.dst == 1 && inner.src != 1 && dims.dim[dims.ndim - 2].src == 1 &&
+      dims.dim[dims.ndim - 2].dst > 0) {
+    const int32_t outer = dims.ndim - 2;
+    const CopyDim across = dims.dim[outer];
+    StridedIndex at;
+    do {
+      packed_transpose(dst, at.dst * bits, src, at.src * bits, across, inner, bits);
+    } while (at.next(dims.dim, outer));
+    return;
+  }
   const int32_t outer = dims.ndim - 1;
-  const CopyDim inner = dims.dim[outer];
   StridedIndex at;  // over the outer dims, in elements
   do {
     packed_row(dst, at.dst * bits, src, at.src * bits, inner.size, inner.dst, inner.src, bits);
+  } while (at.next(dims.dim, outer));
+}
+
+// Unpacks every value of a sub-byte tensor to a byte, in row-major index
+// order with lanes innermost: what copy_unpacked writes. dims are those of
+// the source in index order (strides in elements) with dst strides of the
+// compact result in elements; element e starts at bit e * step_bits of
+// src and its lane l at bits l * bits after that. Rows whose elements abut
+// unpack in vectors, transposed ones through byte tiles; others (strided,
+// or padded elements of several lanes) value by value.
+inline void unpack_elements(unsigned char* out, const unsigned char* src, CopyDims dims,
+                            int64_t step_bits, unsigned bits, unsigned lanes,
+                            bool sign) noexcept {
+  merge_dims(dims);
+  const bool abutting = step_bits == int64_t(bits) * lanes;
+  if (dims.ndim == 0) {
+    unpack_reference(out, src, 0, lanes, bits, sign);
+    return;
+  }
+  const CopyDim inner = dims.inner();
+  if (dims.ndim >= 2 && lanes == 1 && abutting && inner.src != 1 &&
+      dims.dim[dims.ndim - 2].src == 1) {
+    const int32_t outer = dims.ndim - 2;
+    const CopyDim across = dims.dim[outer];
+    unsigned char rows[subbyte_tile * subbyte_tile];
+    StridedIndex at;
+    do {
+      for (int64_t j0 = 0; j0 < across.size; j0 += subbyte_tile)
+        for (int64_t i0 = 0; i0 < inner.size; i0 += subbyte_tile) {
+          const int64_t nj = std::min(subbyte_tile, across.size - j0);
+          const int64_t ni = std::min(subbyte_tile, inner.size - i0);
+          for (int64_t i = 0; i < ni; ++i)
+            unpack_run(rows + i * subbyte_tile, src,
+                       (at.src + j0 + (i0 + i) * inner.src) * step_bits, nj, bits, sign);
+          transpose_byte_tile(out + at.dst + j0 * across.dst + i0, across.dst, rows, ni, nj);
+        }
+    } while (at.next(dims.dim, outer));
+    return;
+  }
+  const int32_t outer = dims.ndim - 1;
+  StridedIndex at;
+  do {
+    unsigned char* row = out + at.dst * lanes;
+    if (inner.src == 1 && abutting) {
+      unpack_run(row, src, at.src * step_bits, inner.size * lanes, bits, sign);
+    } else {
+      for (int64_t i = 0; i < inner.size; ++i)
+        unpack_reference(row + i * lanes, src, (at.src + i * inner.src) * step_bits, lanes,
+                         bits, sign);
+    }
   } while (at.next(dims.dim, outer));
 }
 
