@@ -109,7 +109,7 @@ def test_producer_errors_propagate_unchanged():
         dlbridge.from_dlpack(Refuses())
 
 
-def test_producer_raising_typeerror_for_every_call_gives_that_typeerror():
+def test_producer_raising_typeerror_for_every_call_is_a_producer_error_with_that_cause():
     class Broken:
         calls = 0
 
@@ -117,8 +117,9 @@ def test_producer_raising_typeerror_for_every_call_gives_that_typeerror():
             Broken.calls += 1
             raise TypeError("broken producer")
 
-    with pytest.raises(TypeError, match="broken producer"):
+    with pytest.raises(dlbridge.ProducerError, match="broken producer") as excinfo:
         dlbridge.from_dlpack(Broken())
+    assert isinstance(excinfo.value.__cause__, TypeError)
     assert 1 <= Broken.calls <= 3  # a bounded ladder, not a loop
 
 

@@ -116,8 +116,9 @@ def test_a_read_only_received_buffer_makes_a_read_only_tensor():
     assert not np.from_dlpack(loaded).flags.writeable
     assert dlbridge.inspect_capsule(loaded.__dlpack__(max_version=(1, 3)))["flags"] & READ_ONLY
     with pytest.raises(dlbridge.ReadOnlyError):
-        dlbridge.convert(loaded, "torch")
-    assert dlbridge.convert(loaded, "torch", copy=True).tolist() == [0.0, 1.0, 2.0, 3.0]
+        dlbridge.convert(loaded, "torch", copy=False)
+    private = dlbridge.convert(loaded, "torch")  # torch cannot see READ_ONLY: one private copy
+    assert private.tolist() == [0.0, 1.0, 2.0, 3.0] and private.data_ptr() != address(received)
 
 
 def test_protocol_below_5_sends_one_bytes_copy_and_loads_it_writable():
