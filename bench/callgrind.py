@@ -144,7 +144,7 @@ if os.environ.get("DLBRIDGE_CASTER_MODULES"):
     sys.path.insert(0, os.environ["DLBRIDGE_CASTER_MODULES"])
     import casters_bench_nanobind as cbn, casters_bench_nanobind_os as cbo, casters_bench_pybind11 as cbp
 statements = sys.argv[2:]
-if any("tt" in s for s in statements):
+if any("tt" in s or "torch" in s for s in statements):
     import torch
     tt = torch.arange(64, dtype=torch.float32).reshape(8, 8)
     ttd = dlbridge.from_dlpack(tt)

@@ -31,48 +31,53 @@ Tensor finish_import(Tensor t, const ExchangeRequest& request, bool copied_by_pr
 // The producers this thread is importing from right now: a producer whose
 // __dlpack__ (or C exchange API) asks dlbridge to import that same object
 // again would recurse in C until the stack ran out.
+// The guards form a list through the stack frames of the imports under way;
+// its head is a plain pointer, which needs no thread-local initialisation
+// on the import path.
 class ImportingGuard {
  public:
-  explicit ImportingGuard(PyObject* x) : x_(x) {
-    for (PyObject* active : active_)
-      if (active == x)
+  explicit ImportingGuard(PyObject* x) : x_(x), outer_(innermost_) {
+    for (const ImportingGuard* g = outer_; g != nullptr; g = g->outer_)
+      if (g->x_ == x)
         detail::fail(ErrorCode::producer_refused,
                      "The producer asked dlbridge to import the same object while dlbridge was importing it "
                      "(its __dlpack__ or C exchange API calls back into dlbridge).",
                      "Export the data in __dlpack__ itself (return a capsule) instead of importing self again.");
-    active_.push_back(x);
+    innermost_ = this;
   }
-  ~ImportingGuard() { active_.pop_back(); }
+  ~ImportingGuard() { innermost_ = outer_; }
   ImportingGuard(const ImportingGuard&) = delete;
   ImportingGuard& operator=(const ImportingGuard&) = delete;
 
  private:
   PyObject* x_;
-  static thread_local std::vector<PyObject*> active_;
+  const ImportingGuard* outer_;
+  static thread_local const ImportingGuard* innermost_;
 };
-thread_local std::vector<PyObject*> ImportingGuard::active_;
+thread_local const ImportingGuard* ImportingGuard::innermost_ = nullptr;
 
 Tensor import_from_producer(nb::handle x, ProducerType& known, const ExchangeRequest& request) {
   const ImportingGuard guard(x.ptr());
   const ProducerPolicy& policy = policy_of(known);
-  const LazyState lazy = resolve_lazy_state(x, policy, request);
-  if (lazy.replacement.is_valid()) {
-    Tensor t = import_object(lazy.replacement, ExchangeRequest{});
-    if (lazy.read_only) t = t.with_view(t.view().with_flags(t.view().flags() | DLBRIDGE_FLAG_READ_ONLY));
-    return finish_import(std::move(t), request, lazy.copied);
-  }
-  Tensor t;
-  bool copied = false;
-  if (asks_nothing(request)) {
-    t = import_dlpack_tensor(x, known, request);
-  } else {
-    ManagedTensor managed = import_dlpack(x, known, request);
-    copied = (managed.flags() & DLBRIDGE_FLAG_IS_COPIED) != 0;
-    t = tensor_from_managed(std::move(managed));
+  if (policy.family != ProducerFamily::generic) {
+    const LazyState lazy = resolve_lazy_state(x, policy, request);
+    if (lazy.replacement.is_valid()) {
+      Tensor t = import_object(lazy.replacement, ExchangeRequest{});
+      if (lazy.read_only) t = t.with_view(t.view().with_flags(t.view().flags() | DLBRIDGE_FLAG_READ_ONLY));
+      return finish_import(std::move(t), request, lazy.copied);
+    }
   }
   // The library states what its legacy capsule could not: the memory may be written.
-  if (policy.legacy_writable && t.writability_unknown()) t = t.known_writable();
-  return finish_import(std::move(t), request, copied);
+  const auto writable_if_stated = [&](Tensor t) {
+    return policy.legacy_writable && t.writability_unknown() ? t.known_writable() : t;
+  };
+  if (asks_nothing(request)) {
+    if (!policy.legacy_writable) return import_dlpack_tensor(x, known, request);
+    return writable_if_stated(import_dlpack_tensor(x, known, request));
+  }
+  ManagedTensor managed = import_dlpack(x, known, request);
+  const bool copied = (managed.flags() & DLBRIDGE_FLAG_IS_COPIED) != 0;
+  return finish_import(writable_if_stated(tensor_from_managed(std::move(managed))), request, copied);
 }
 
 // dlbridge.libraries.arrow.second_look(x, refusal, device, copy), installed by
