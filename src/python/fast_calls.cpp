@@ -97,6 +97,15 @@ PyObject* ask_arrow_second_look(PyObject* x, PyObject* device, PyObject* copy) {
   return out;
 }
 
+}  // namespace
+
+PyObject* from_dlpack_after_refusal(PyObject* x, PyObject* device, PyObject* copy) {
+  if (arrow_second_look == nullptr || !type_from_module(Py_TYPE(x), "pyarrow")) throw;
+  return ask_arrow_second_look(x, device, copy);
+}
+
+namespace {
+
 PyObject* interned(const char* text) {
   PyObject* s = PyUnicode_InternFromString(text);
   if (s == nullptr) throw nb::python_error();
@@ -123,8 +132,7 @@ PyObject* from_dlpack_entry(PyObject*, PyObject* const* args, Py_ssize_t nargsf,
     try {
       return wrap_tensor(import_object(args[0], request)).release().ptr();
     } catch (...) {
-      if (arrow_second_look == nullptr || !type_from_module(Py_TYPE(args[0]), "pyarrow")) throw;
-      return ask_arrow_second_look(args[0], values[0], values[1]);
+      return from_dlpack_after_refusal(args[0], values[0], values[1]);
     }
   });
 }

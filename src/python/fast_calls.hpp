@@ -17,6 +17,12 @@ void match_keywords(const char* function, PyObject* const* names, int count,
 // for entry points written against the C API instead of nanobind.
 void add_function(nb::module_& m, PyMethodDef* def);
 
+// dlbridge.from_dlpack's answer for x once import_object refused it, called
+// while that refusal is the exception being handled: pyarrow's second look
+// for an Arrow object (a new reference, or NULL with a Python error set),
+// else the refusal rethrown. The C++ casters read arguments through it too.
+PyObject* from_dlpack_after_refusal(PyObject* x, PyObject* device, PyObject* copy);
+
 // Entry points defined in fast_calls.cpp (from_dlpack, Tensor.__dlpack_device__) and
 // convert_route.cpp (convert).
 void bind_fast_calls(nb::module_& m);

@@ -40,6 +40,16 @@ Tensor import_from_producer(nb::handle x, ProducerType& known, const ExchangeReq
 
 }  // namespace
 
+Tensor after_producer_refusal(nb::handle x, ProducerType& known, const ExchangeRequest& request,
+                              nb::python_error& refusal) {
+  if (!refusal.matches(PyExc_BufferError)) throw;
+  std::optional<Tensor> fallback = import_extension_dtype(x);
+  if (!fallback && is_dlpack_error(refusal)) throw;
+  if (!fallback) check_byte_order(x);
+  if (!fallback) raise_producer_refusal(x, policy_of(known), refusal);
+  return finish_import(std::move(*fallback), request, false);
+}
+
 Tensor import_object(nb::handle x, const ExchangeRequest& request, const char* entry) {
   ProducerType* known = recent_producer(Py_TYPE(x.ptr()));
   if (known == nullptr) {
@@ -55,12 +65,7 @@ Tensor import_object(nb::handle x, const ExchangeRequest& request, const char* e
     try {
       return import_from_producer(x, *known, request);
     } catch (nb::python_error& e) {
-      if (!e.matches(PyExc_BufferError)) throw;
-      std::optional<Tensor> fallback = import_extension_dtype(x);
-      if (!fallback && is_dlpack_error(e)) throw;
-      if (!fallback) check_byte_order(x);
-      if (!fallback) raise_producer_refusal(x, policy_of(*known), e);
-      return finish_import(std::move(*fallback), request, false);
+      return after_producer_refusal(x, *known, request, e);
     }
   }
   // An object with both views is read through __array_interface__, which
