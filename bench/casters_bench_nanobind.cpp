@@ -4,7 +4,7 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 
-#include <dlbridge/nanobind.hpp>
+#include <dlbridge/python/nanobind.hpp>
 
 #include <cstdint>
 

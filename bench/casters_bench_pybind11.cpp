@@ -3,7 +3,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
-#include <dlbridge/pybind11.hpp>
+#include <dlbridge/python/pybind11.hpp>
 
 #include <cstdint>
 

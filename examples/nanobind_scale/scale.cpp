@@ -5,7 +5,7 @@
 #include <nanobind/nanobind.h>
 
 #include <dlbridge/allocate.hpp>
-#include <dlbridge/nanobind.hpp>
+#include <dlbridge/python/nanobind.hpp>
 
 #include <vector>
 
@@ -16,6 +16,10 @@ using Floats = dlbridge::TensorArg<req::dtype<float>, req::cpu, req::c_contiguou
 using WritableFloats = dlbridge::TensorArg<req::dtype<float>, req::cpu, req::c_contiguous, req::writable>;
 
 NB_MODULE(scale_nanobind, m) {
+  // The casters read tensors through the installed dlbridge package: without
+  // it, importing this module says how to install it.
+  dlbridge::python::require_dlbridge(m);
+
   m.def("scale", [](WritableFloats x, float factor) {
     float* data = x.data();
     for (int64_t i = 0; i < x->size(); ++i) data[i] *= factor;

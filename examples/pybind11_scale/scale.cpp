@@ -5,7 +5,7 @@
 #include <pybind11/pybind11.h>
 
 #include <dlbridge/allocate.hpp>
-#include <dlbridge/pybind11.hpp>
+#include <dlbridge/python/pybind11.hpp>
 
 #include <vector>
 
@@ -16,6 +16,10 @@ using Floats = dlbridge::TensorArg<req::dtype<float>, req::cpu, req::c_contiguou
 using WritableFloats = dlbridge::TensorArg<req::dtype<float>, req::cpu, req::c_contiguous, req::writable>;
 
 PYBIND11_MODULE(scale_pybind11, m) {
+  // The casters read tensors through the installed dlbridge package: without
+  // it, importing this module says how to install it.
+  dlbridge::python::require_dlbridge(m);
+
   m.def("scale", [](WritableFloats x, float factor) {
     float* data = x.data();
     for (int64_t i = 0; i < x->size(); ++i) data[i] *= factor;

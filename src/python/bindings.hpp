@@ -115,6 +115,15 @@ std::vector<int64_t> ints_from_python(nb::handle value, const std::string& what)
 nb::object device_type_to_python(DeviceType type);
 
 // --- capsule.cpp
+// The struct of a "dltensor_versioned" or "dltensor" capsule, taken (the
+// capsule renamed used_*) exactly once and now owned by the caller; every
+// refusal of the capsule itself (not a capsule, another name, consumed,
+// NULL) is raised here. One of the two is set.
+struct CapsuleStruct {
+  abi::DLManagedTensorVersioned* versioned = nullptr;
+  abi::DLManagedTensor* legacy = nullptr;
+};
+CapsuleStruct take_capsule(nb::handle capsule);
 // Consumes a "dltensor" / "dltensor_versioned" capsule exactly once.
 ManagedTensor consume_capsule(nb::handle capsule, uint64_t legacy_flags = 0);
 // tensor_from_managed(consume_capsule(capsule)): the same tensor, or the
@@ -137,6 +146,10 @@ const Tensor* as_tensor(nb::handle object) noexcept;
 // made by Tensor.__new__ alone and holds none.
 const Tensor& initialised_tensor(nb::handle self, const char* method);
 Tensor tensor_from_managed(ManagedTensor&& managed);
+// The flags a dlbridge.Tensor shows for a producer's struct carrying flags
+// (a legacy struct: the flags assumed for it): a legacy tensor is read-only,
+// its writability being unknown (docs/boundary.md); IS_COPIED is dropped.
+uint64_t imported_flags(bool versioned, uint64_t flags) noexcept;
 // tensor_from_managed(ManagedTensor::adopt(m)), with m adopted in the
 // tensor's storage itself: its view is built where it stays.
 Tensor tensor_adopting(abi::DLManagedTensorVersioned* m);
@@ -171,6 +184,10 @@ const abi::DLPackExchangeAPI* dlbridge_exchange_api() noexcept;
 // The usable exchange API table of a producer type, or NULL.
 const abi::DLPackExchangeAPI* find_exchange_api(PyTypeObject* type);
 void bind_exchange_api(nb::module_& m);
+
+// --- caster_api.cpp
+// dlbridge._core._caster_api, the C table of the C++ type casters.
+void bind_caster_api(nb::module_& m);
 
 // --- testing.cpp
 void bind_testing(nb::module_& m);

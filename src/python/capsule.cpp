@@ -101,7 +101,7 @@ void describe_dltensor(nb::dict& out, const abi::DLTensor& t, uint64_t flags) {
 
 }  // namespace
 
-ManagedTensor consume_capsule(nb::handle capsule, uint64_t legacy_flags) {
+CapsuleStruct take_capsule(nb::handle capsule) {
   PyObject* cap = capsule.ptr();
   if (!PyCapsule_CheckExact(cap))
     throw nb::type_error(("Expected a DLPack capsule, got " +
@@ -109,12 +109,9 @@ ManagedTensor consume_capsule(nb::handle capsule, uint64_t legacy_flags) {
                              .c_str());
   const char* name = PyCapsule_GetName(cap);
   if (name != nullptr && std::strcmp(name, versioned_name) == 0)
-    return ManagedTensor::adopt(take_pointer<abi::DLManagedTensorVersioned>(
-        cap, versioned_name, used_versioned_name));
+    return {take_pointer<abi::DLManagedTensorVersioned>(cap, versioned_name, used_versioned_name), nullptr};
   if (name != nullptr && std::strcmp(name, legacy_name) == 0)
-    return ManagedTensor::adopt(
-        take_pointer<abi::DLManagedTensor>(cap, legacy_name, used_legacy_name),
-        legacy_flags);
+    return {nullptr, take_pointer<abi::DLManagedTensor>(cap, legacy_name, used_legacy_name)};
   if (name != nullptr && (std::strcmp(name, used_versioned_name) == 0 ||
                           std::strcmp(name, used_legacy_name) == 0))
     detail::fail(ErrorCode::capsule_consumed,
@@ -127,6 +124,12 @@ ManagedTensor consume_capsule(nb::handle capsule, uint64_t legacy_flags) {
                         "' is not a DLPack capsule; expected 'dltensor' or "
                         "'dltensor_versioned'.")
                            .c_str());
+}
+
+ManagedTensor consume_capsule(nb::handle capsule, uint64_t legacy_flags) {
+  const CapsuleStruct taken = take_capsule(capsule);
+  if (taken.versioned != nullptr) return ManagedTensor::adopt(taken.versioned);
+  return ManagedTensor::adopt(taken.legacy, legacy_flags);
 }
 
 Tensor tensor_from_capsule(nb::handle capsule) {

@@ -267,22 +267,32 @@ ManagedTensor import_dlpack(nb::handle x, ProducerType& known, ExchangeRequest r
   return managed;  // one named result: returned without a move
 }
 
-Tensor import_dlpack_tensor(nb::handle x, ProducerType& known, const ExchangeRequest& request) {
+nb::object plain_capsule(nb::handle x, ProducerType& known, const ExchangeRequest& request) {
   // The producer that import_dlpack_once calls with max_version alone and
   // import_dlpack asks without a stream: no C exchange API, no device
-  // memory served so far. Its capsule's tensor is adopted in its storage.
-  if (known.api == nullptr && known.level == ProtocolLevel::max_version_only &&
-      !known.serves_devices && !request.stream.given && !request.device && request.copy != false) {
-    Tensor tensor = tensor_from_capsule(call_dlpack_max_version(x, nb::none(), &known));
+  // memory served so far.
+  if (known.api != nullptr || known.level != ProtocolLevel::max_version_only || known.serves_devices ||
+      request.stream.given || request.device || request.copy == false)
+    return nb::object();
+  return call_dlpack_max_version(x, nb::none(), &known);
+}
+
+ManagedTensor ask_again_with_stream(nb::handle x, ProducerType& known, const ExchangeRequest& request,
+                                    StreamArg stream) {
+  known.serves_devices = true;
+  ExchangeRequest with_stream = request;
+  with_stream.stream = stream;
+  return import_dlpack_once(x, known, with_stream);
+}
+
+Tensor import_dlpack_tensor(nb::handle x, ProducerType& known, const ExchangeRequest& request) {
+  // A plain producer's versioned tensor is adopted in its storage.
+  if (nb::object capsule = plain_capsule(x, known, request)) {
+    Tensor tensor = tensor_from_capsule(capsule);
     const StreamArg stream = backend::default_stream_arg(tensor.view().device().type);
     if (!stream.given) return tensor;
-    // Device memory after all: dropped, and asked for again with the
-    // device's default stream, as import_dlpack does.
-    known.serves_devices = true;
     tensor = Tensor();
-    ExchangeRequest with_stream = request;
-    with_stream.stream = stream;
-    return tensor_from_managed(import_dlpack_once(x, known, with_stream));
+    return tensor_from_managed(ask_again_with_stream(x, known, request, stream));
   }
   return tensor_from_managed(import_dlpack(x, known, request));
 }

@@ -1,4 +1,4 @@
-// What the raw METH_FASTCALL entry points (fast_calls.cpp, convert_route.cpp,
+// What the raw METH_FASTCALL entry points (fast_calls.cpp, convert.cpp,
 // Tensor.__dlpack__) share: keyword parsing, where names are matched by
 // interned pointer first, then by value, so that a caller with its own
 // (non-interned) strings still works; and their installation as builtins.
@@ -18,7 +18,7 @@ void match_keywords(const char* function, PyObject* const* names, int count,
 void add_function(nb::module_& m, PyMethodDef* def);
 
 // Entry points defined in fast_calls.cpp (from_dlpack, Tensor.__dlpack_device__) and
-// convert_route.cpp (convert).
+// convert.cpp (convert, plan_convert).
 void bind_fast_calls(nb::module_& m);
 void bind_convert(nb::module_& m);
 

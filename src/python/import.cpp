@@ -110,6 +110,26 @@ Tensor ask_arrow_second_look(nb::handle x, const ExchangeRequest& request) {
 
 }  // namespace
 
+Tensor after_producer_refusal(nb::handle x, ProducerType& known, const ExchangeRequest& request,
+                              nb::python_error& refusal) {
+  // KeyboardInterrupt, SystemExit and dlbridge's own coded errors go on as
+  // they are; every other exception of the producer is its refusal,
+  // reported as the coded error it stands for.
+  if (!refusal.matches(PyExc_Exception) || is_dlpack_error(refusal)) throw;
+  std::optional<Tensor> fallback;
+  if (refusal.matches(PyExc_BufferError)) {
+    fallback = import_extension_dtype(x);
+    if (!fallback) check_byte_order(x);
+  }
+  if (!fallback) raise_producer_refusal(x, policy_of(known), refusal);
+  return finish_import(std::move(*fallback), request, false);
+}
+
+Tensor after_import_failure(nb::handle x, const ExchangeRequest& request) {
+  if (arrow_second_look == nullptr || !type_from_module(Py_TYPE(x.ptr()), "pyarrow")) throw;
+  return ask_arrow_second_look(x, request);
+}
+
 namespace {
 
 Tensor import_any(nb::handle x, const ExchangeRequest& request, const char* entry) {
@@ -127,17 +147,7 @@ Tensor import_any(nb::handle x, const ExchangeRequest& request, const char* entr
     try {
       return import_from_producer(x, *known, request);
     } catch (nb::python_error& e) {
-      // KeyboardInterrupt, SystemExit and dlbridge's own coded errors go
-      // on as they are; every other exception of the producer is its
-      // refusal, reported as the coded error it stands for.
-      if (!e.matches(PyExc_Exception) || is_dlpack_error(e)) throw;
-      std::optional<Tensor> fallback;
-      if (e.matches(PyExc_BufferError)) {
-        fallback = import_extension_dtype(x);
-        if (!fallback) check_byte_order(x);
-      }
-      if (!fallback) raise_producer_refusal(x, policy_of(*known), e);
-      return finish_import(std::move(*fallback), request, false);
+      return after_producer_refusal(x, *known, request, e);
     }
   }
   // An object with both views is read through __array_interface__, which
@@ -165,8 +175,7 @@ Tensor import_object(nb::handle x, const ExchangeRequest& request, const char* e
   try {
     return import_any(x, request, entry);
   } catch (...) {
-    if (arrow_second_look == nullptr || !type_from_module(Py_TYPE(x.ptr()), "pyarrow")) throw;
-    return ask_arrow_second_look(x, request);
+    return after_import_failure(x, request);
   }
 }
 

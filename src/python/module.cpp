@@ -26,5 +26,6 @@ NB_MODULE(_core, m) {
   bind_import(m);
   bind_fast_calls(m);
   bind_convert(m);
+  bind_caster_api(m);
   bind_testing(m);
 }

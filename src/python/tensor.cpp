@@ -50,21 +50,27 @@ namespace {
 // The tensor a stored ManagedTensor is seen as, by its flags.
 Tensor tensor_from_storage(std::shared_ptr<const ManagedTensor> storage) {
   const uint64_t flags = storage->flags();
+  const uint64_t shown = imported_flags(storage->is_versioned(), flags);
   if (!storage->is_versioned() && !(flags & DLBRIDGE_FLAG_READ_ONLY)) {
-    Tensor out(storage, storage->view().with_flags(flags | DLBRIDGE_FLAG_READ_ONLY));
+    Tensor out(storage, storage->view().with_flags(shown));
     out.set_writability_unknown();
     return out;
   }
-  // The tensor speaks for the data from now on; IS_COPIED described only
-  // the exchange that delivered it.
-  if (flags & DLBRIDGE_FLAG_IS_COPIED) {
-    TensorView view = storage->view().with_flags(flags & ~DLBRIDGE_FLAG_IS_COPIED);
+  if (shown != flags) {
+    TensorView view = storage->view().with_flags(shown);
     return Tensor(std::move(storage), std::move(view));
   }
   return Tensor(std::move(storage));
 }
 
 }  // namespace
+
+uint64_t imported_flags(bool versioned, uint64_t flags) noexcept {
+  // A legacy capsule cannot say whether its memory may be written;
+  // IS_COPIED described only the exchange that delivered the tensor, which
+  // speaks for the data from now on.
+  return (versioned ? flags : flags | DLBRIDGE_FLAG_READ_ONLY) & ~DLBRIDGE_FLAG_IS_COPIED;
+}
 
 Tensor tensor_from_managed(ManagedTensor&& managed) {
   return tensor_from_storage(new_storage(std::move(managed)));

@@ -5,6 +5,6 @@
 #include <dlbridge/buffer_view.hpp>
 #include <dlbridge/dlbridge.hpp>
 #include <dlbridge/shared_memory.hpp>
-#include <dlbridge/tensor_arg.hpp>
+#include <dlbridge/python/tensor_arg.hpp>
 
 int main() { return 0; }

@@ -2,7 +2,7 @@
 // refused with its own code, and the typed data pointer.
 #include <gtest/gtest.h>
 
-#include <dlbridge/tensor_arg.hpp>
+#include <dlbridge/python/tensor_arg.hpp>
 
 #include <cstdint>
 #include <type_traits>

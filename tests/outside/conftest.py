@@ -9,7 +9,8 @@ Everything is built once per session, into one scratch directory:
   ``import dlbridge`` there is the wheel's.
 - ``extensions``: tests/outside/extensions (both examples and the caster test
   modules), configured with that Python and nothing else: dlbridge is found
-  through ``python -m dlbridge --cmake-dir``.
+  through ``python -m dlbridge --cmake-dir``. ``DLBRIDGE_TEST_EXTENSIONS``
+  names a directory of modules built already (the sanitized run's).
 """
 
 from __future__ import annotations
@@ -74,7 +75,12 @@ def wheel_python(work, wheel) -> Path:
 
 
 @pytest.fixture(scope="session")
-def extensions(work, wheel_python) -> Path:
+def extensions(request, work) -> Path:
+    # DLBRIDGE_TEST_EXTENSIONS: modules already built elsewhere against the dlbridge this
+    # interpreter imports (scripts/test-python-asan builds them sanitized beside its _core).
+    if os.environ.get("DLBRIDGE_TEST_EXTENSIONS"):
+        return Path(os.environ["DLBRIDGE_TEST_EXTENSIONS"])
+    wheel_python = request.getfixturevalue("wheel_python")
     build = work / "extensions"
     run(["cmake", "-S", HERE / "extensions", "-B", build, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
          f"-DPython_EXECUTABLE={wheel_python}", f"-DDLBRIDGE_EXAMPLES={ROOT / 'examples'}",

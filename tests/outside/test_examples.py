@@ -55,22 +55,26 @@ def test_scaled_takes_a_jax_array_and_returns_a_dlpack_tensor(example):
     np.testing.assert_array_equal(np.asarray(x), [0.0, 1.0, 2.0])  # the input is untouched
 
 
-@pytest.mark.parametrize("module", EXAMPLES)
-def test_refusal_class_needs_no_prior_import_of_dlbridge(module, extensions, wheel_python):
-    # A fresh interpreter with only the wheel: the extension imports dlbridge
-    # itself, and the exception is dlbridge's own class.
+@pytest.mark.parametrize("module, call", [("scale_nanobind", "scale(x, 2.0)"), ("scale_pybind11", "scale(x, 2.0)"),
+                                          ("casters_nanobind", "writable(x)"), ("casters_pybind11", "writable(x)")])
+def test_refusal_class_needs_no_prior_import_of_dlbridge(module, call, extensions, wheel_python):
+    # A fresh interpreter with only the wheel: the extension loads dlbridge
+    # itself -- the examples at import (require_dlbridge), the caster test
+    # modules at their first tensor argument -- and the exception is
+    # dlbridge's own class.
     code = (
         "import sys, numpy as np\n"
         f"sys.path.insert(0, {str(extensions)!r})\n"
         f"import {module}\n"
-        "assert 'dlbridge' not in sys.modules\n"
+        "print('dlbridge' in sys.modules)\n"
         "x = np.ones(2, dtype=np.float32); x.flags.writeable = False\n"
         "try:\n"
-        f"    {module}.scale(x, 2.0)\n"
+        f"    {module}.{call}\n"
         "except Exception as e:\n"
         "    import dlbridge\n"
         "    print(type(e) is dlbridge.ReadOnlyError, e.code, dlbridge.__file__)\n"
     )
     said = run([wheel_python, "-c", code]).stdout.split()
-    assert said[:2] == ["True", "read_only"]
-    assert "wheel-venv" in said[2]
+    assert said[0] == str(module.startswith("scale_"))
+    assert said[1:3] == ["True", "read_only"]
+    assert "wheel-venv" in said[3]

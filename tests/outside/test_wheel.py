@@ -32,7 +32,8 @@ def test_paths_point_into_the_installed_wheel(wheel_python):
     include = python_says(wheel_python, "import dlbridge; print(dlbridge.get_include())")
     cmake_dir = python_says(wheel_python, "import dlbridge; print(dlbridge.get_cmake_dir())")
     assert Path(include) == site / "dlbridge" / "include"
-    assert (Path(include) / "dlbridge" / "nanobind.hpp").is_file()
+    assert (Path(include) / "dlbridge" / "python" / "nanobind.hpp").is_file()
+    assert not (Path(include) / "dlbridge" / "detail" / "python_bridge.hpp").exists()
     assert Path(cmake_dir) == site / "dlbridge" / "cmake"
     assert run([wheel_python, "-m", "dlbridge", "--includedir"]).stdout.strip() == include
     assert run([wheel_python, "-m", "dlbridge", "--cmake-dir"]).stdout.strip() == cmake_dir

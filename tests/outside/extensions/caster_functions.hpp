@@ -4,8 +4,9 @@
 #pragma once
 
 #include <dlbridge/allocate.hpp>
-#include <dlbridge/tensor_arg.hpp>
+#include <dlbridge/python/tensor_arg.hpp>
 
+#include <complex>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -23,11 +24,50 @@ inline std::string describe(const dlbridge::TensorView& v) {
   return text + (v.readonly() ? " ro" : " rw");
 }
 
+// All a caller can observe of what the function received, for the tests that
+// hold a caster's answer beside dlbridge.from_dlpack's: describe(), the
+// strides, and the elements' bytes in row-major order (host memory only).
+inline std::string snapshot(dlbridge::TensorView v) {
+  std::string text = describe(v) + " strides " + dlbridge::dims_text(v.ndim(), v.strides());
+  if (!dlbridge::is_host_accessible(v.device().type) || v.size() > 4096) return text;
+  static const char digits[] = "0123456789abcdef";
+  auto add_bytes = [&](const unsigned char* p, int64_t count) {
+    for (int64_t i = 0; i < count; ++i) text += {digits[p[i] >> 4], digits[p[i] & 15]};
+  };
+  text += " data ";
+  const auto* base = static_cast<const unsigned char*>(v.data());
+  if (v.packed()) {  // several elements a byte: only a compact tensor has a byte order
+    if (v.is_c_contiguous()) add_bytes(base, v.nbytes());
+    return text;
+  }
+  const int64_t unit = v.dtype().element_bytes();
+  std::vector<int64_t> index(size_t(v.ndim()), 0);
+  for (int64_t n = 0; n < v.size(); ++n) {
+    int64_t offset = 0;
+    for (int32_t d = 0; d < v.ndim(); ++d) offset += index[size_t(d)] * v.stride(d);
+    add_bytes(base + offset * unit, unit);
+    for (int32_t d = v.ndim() - 1; d >= 0 && ++index[size_t(d)] == v.shape(d); --d) index[size_t(d)] = 0;
+  }
+  return text;
+}
+
 inline std::string view(dlbridge::TensorView v) { return describe(v); }
+// Overloads that differ in the second argument only: a capsule must survive
+// the first one's failed match.
+inline std::string pick_int(dlbridge::TensorView v, int64_t) { return "int " + describe(v); }
+inline std::string pick_text(dlbridge::TensorView v, const std::string&) { return "text " + describe(v); }
 inline std::string float_matrix(dlbridge::TensorArg<req::dtype<float>, req::ndim<2>> v) { return describe(v); }
 inline std::string on_cuda(dlbridge::TensorArg<req::device<dlbridge::abi::kDLCUDA>> v) { return describe(v); }
 inline std::string compact(dlbridge::TensorArg<req::c_contiguous> v) { return describe(v); }
 inline std::string writable(dlbridge::TensorArg<req::writable> v) { return describe(v); }
+// Signatures only (test_caster_signatures.py): more of the words a type names.
+inline std::string scalar_flag(dlbridge::TensorArg<req::dtype<bool>, req::ndim<0>, req::host_accessible> v) {
+  return describe(v);
+}
+inline std::string pinned_row(
+    dlbridge::TensorArg<req::dtype<std::complex<double>>, req::ndim<1>, req::device<dlbridge::abi::kDLCUDAHost>> v) {
+  return describe(v);
+}
 
 // The address of element 0 as the function saw it: zero-copy is checkable.
 inline uintptr_t address(dlbridge::TensorView v) { return reinterpret_cast<uintptr_t>(v.data()); }

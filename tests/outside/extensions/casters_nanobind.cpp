@@ -1,18 +1,24 @@
-// caster_functions.hpp bound with nanobind and <dlbridge/nanobind.hpp>.
+// caster_functions.hpp bound with nanobind and <dlbridge/python/nanobind.hpp>.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
 
-#include <dlbridge/nanobind.hpp>
+#include <dlbridge/python/nanobind.hpp>
 
 #include "caster_functions.hpp"
 
 NB_MODULE(casters_nanobind, m) {
   using namespace caster_test;
   m.def("view", &view);
+  m.def("snapshot", &snapshot);
+  m.def("pick", &pick_int);
+  m.def("pick", &pick_text);
+  m.def("owned_snapshot", [](dlbridge::ManagedTensor t) { return snapshot(t.view()); });
   m.def("float_matrix", &float_matrix);
   m.def("on_cuda", &on_cuda);
   m.def("compact", &compact);
   m.def("writable", &writable);
+  m.def("scalar_flag", &scalar_flag);
+  m.def("pinned_row", &pinned_row);
   m.def("address", &address);
   m.def("keep", &keep);
   m.def("kept_sum", &kept_sum);

@@ -1,17 +1,23 @@
-// caster_functions.hpp bound with pybind11 and <dlbridge/pybind11.hpp>.
+// caster_functions.hpp bound with pybind11 and <dlbridge/python/pybind11.hpp>.
 #include <pybind11/pybind11.h>
 
-#include <dlbridge/pybind11.hpp>
+#include <dlbridge/python/pybind11.hpp>
 
 #include "caster_functions.hpp"
 
 PYBIND11_MODULE(casters_pybind11, m) {
   using namespace caster_test;
   m.def("view", &view);
+  m.def("snapshot", &snapshot);
+  m.def("pick", &pick_int);
+  m.def("pick", &pick_text);
+  m.def("owned_snapshot", [](dlbridge::ManagedTensor t) { return snapshot(t.view()); });
   m.def("float_matrix", &float_matrix);
   m.def("on_cuda", &on_cuda);
   m.def("compact", &compact);
   m.def("writable", &writable);
+  m.def("scalar_flag", &scalar_flag);
+  m.def("pinned_row", &pinned_row);
   m.def("address", &address);
   m.def("keep", &keep);
   m.def("kept_sum", &kept_sum);
