@@ -29,6 +29,7 @@ namespace {
 struct CallHold {
   abi::DLManagedTensorVersioned* versioned = nullptr;
   abi::DLManagedTensor* legacy = nullptr;
+  bool legacy_writable = false;  // the producer's library states its legacy memory writable
   Tensor tensor;
   nb::object capsule;
 
@@ -107,7 +108,9 @@ int take_plain(CallHold& held, nb::handle x, ProducerType& known, nb::handle cap
   } else {
     held.legacy = taken.legacy;
     *view = taken.legacy->dl_tensor;
-    *flags = imported_flags(false, 0);
+    // As import_from_producer: the library may state that its legacy capsules carry writable memory.
+    *flags = policy_of(known).legacy_writable ? 0 : imported_flags(false, 0);
+    held.legacy_writable = policy_of(known).legacy_writable;
   }
   // Device memory after all, as import_dlpack_tensor handles it: a
   // malformed tensor is refused first, then the type is asked again.
@@ -203,7 +206,8 @@ int take(void* space, abi::DLManagedTensorVersioned** out) noexcept {
     if (held.versioned != nullptr) {
       *out = std::exchange(held.versioned, nullptr);
     } else if (held.legacy != nullptr) {
-      *out = ManagedTensor::adopt(std::exchange(held.legacy, nullptr), imported_flags(false, 0)).release_versioned();
+      const uint64_t legacy_flags = held.legacy_writable ? 0 : imported_flags(false, 0);
+      *out = ManagedTensor::adopt(std::exchange(held.legacy, nullptr), legacy_flags).release_versioned();
     } else {
       *out = export_versioned(held.tensor, 0);
     }
