@@ -64,7 +64,11 @@ def render(record: Record) -> str:
         head = f"dlbridge error `{record.code}` ({f['errorClass']})"
     else:
         versions = ", ".join(f["libraryVersions"]) or "read from its source, not run here"
-        head = f"{LIBRARY_NAMES[record.library]} ({versions}) raised {f['errorClass']}: {record.id}"
+        silent = "no exception: "
+        if f["errorClass"].startswith(silent):  # a crash or a wrong result: nothing was raised
+            head = f"{LIBRARY_NAMES[record.library]} ({versions}), {f['errorClass'][len(silent):]}: {record.id}"
+        else:
+            head = f"{LIBRARY_NAMES[record.library]} ({versions}) raised {f['errorClass']}: {record.id}"
     lines = [head, f"  pattern: {record.pattern}", "  why:"]
     lines += [f"    - {t}" for t in f["triggerScenarios"]]
     lines.append("  common situations:")

@@ -16,9 +16,10 @@ import re
 from . import linear
 
 # File order is display order: dlbridge's own codes first, then the libraries it bridges.
-LIBRARIES = ("dlbridge", "numpy", "torch", "jax", "tvm_ffi", "cupy", "tensorflow")
+LIBRARIES = ("dlbridge", "numpy", "torch", "jax", "tvm_ffi", "cupy", "tensorflow", "paddle", "mlx", "arrow", "warp")
 LIBRARY_NAMES = {"dlbridge": "dlbridge", "numpy": "NumPy", "torch": "PyTorch", "jax": "JAX", "tvm_ffi": "TVM-FFI",
-                 "cupy": "CuPy", "tensorflow": "TensorFlow"}
+                 "cupy": "CuPy", "tensorflow": "TensorFlow", "paddle": "PaddlePaddle", "mlx": "MLX", "arrow": "PyArrow",
+                 "warp": "Warp"}
 HANDLING_STRATEGIES = ("convert", "copy", "fallback", "fail")
 # Where an entry lives; `Record.link` appends the anchor.
 DOCS_PAGE = "docs/errors.md"
