@@ -166,13 +166,18 @@ from .peers import ADAPTERS as _PEERS, MODULES  # noqa: E402  (peers builds on L
 ADAPTERS.update(_PEERS)
 
 
+def import_order(names) -> list[str]:
+    """names, with what must be imported before them (IMPORT_FIRST), in a safe order."""
+    names = list(names)
+    for name in list(names):
+        names[:0] = [first for first in IMPORT_FIRST.get(name, ()) if first not in names]
+    return sorted(names, key=lambda n: KNOWN.index(n) if n in KNOWN else len(KNOWN))
+
+
 def discover(names=None) -> tuple[dict[str, Library], dict[str, str]]:
     """(libraries loaded, {name: why not} for the known ones that are absent or broken)."""
     loaded, missing = {}, {}
-    names = list(names or KNOWN)
-    for name in list(names):
-        names[:0] = [first for first in IMPORT_FIRST.get(name, ()) if first not in names]
-    for name in sorted(names, key=lambda n: KNOWN.index(n) if n in KNOWN else len(KNOWN)):
+    for name in import_order(names or KNOWN):
         if name not in KNOWN:
             missing[name] = "unknown to doctor"
             continue
