@@ -73,6 +73,8 @@ def _libraries(report: dict) -> list[str]:
 def _matrix(report: dict) -> list[str]:
     cells = {(m["producer"], m["consumer"]): m for m in report["summary"]["matrix"]}
     names = list(dict.fromkeys([p for p, _ in cells] + [c for _, c in cells]))
+    if not names:
+        return ["<h2>Pairs</h2><p>No pairs: the doctor needs at least one installed library it drives.</p>"]
     legend = " ".join(f"{_symbol(s)} {_e(LEGEND[s])}" for s in (WORKS, PARTIAL, FAILING, UNSAFE))
     parts = ["<h2>Pairs</h2><p>Each cell: the direct call, then through dlbridge, for producer (row) → consumer "
              f"(column).<br>{legend}</p>", '<table class="matrix"><tr><th>producer \\ consumer</th>']
@@ -105,7 +107,8 @@ def _verdict(report: dict) -> list[str]:
 def _findings(report: dict) -> list[str]:
     findings = report["summary"]["findings"]
     if not findings:
-        return ["<h2>Findings</h2><p>None: every pair works, directly and through dlbridge.</p>"]
+        return ["<h2>Findings</h2><p>None." + (" Every pair works, directly and through dlbridge." if report["pairs"]
+                                              else "") + "</p>"]
     parts = [f"<h2>Findings</h2><p>{len(findings)} causes, most urgent first. Each links to its catalogue entry; "
              "<code>dlbridge explain ID</code> prints it.</p>"]
     words = {"crash": "crash", "wrong": "wrong values", "hangs": "hangs", "lost": "read-only made writable",

@@ -27,10 +27,14 @@ _OUTCOME_WORDS = {"crash": "crash", "wrong": "wrong values", "hangs": "hangs", "
 _COLORS = {WORKS: "32", PARTIAL: "33", FAILING: "31", UNSAFE: "31;1"}
 
 
+# What the text uses beyond ASCII, and what it becomes where the terminal cannot print it.
+_TO_ASCII = str.maketrans({"·": "-", "—": "-", "…": "...", "→": "->", "µ": "u"})
+
+
 def can_print_symbols(stream) -> bool:
     encoding = getattr(stream, "encoding", None) or "ascii"
     try:
-        "".join(SYMBOLS.values()).encode(encoding)
+        ("".join(SYMBOLS.values()) + "·—…→µ").encode(encoding)
     except (UnicodeEncodeError, LookupError):
         return False
     return True
@@ -82,8 +86,10 @@ def _header(w: _Writer, report: dict) -> None:
     exchanges = len(report["results"])
     absent = ", ".join(f"{name} ({why})" if why != "not installed" else name
                        for name, why in report["missing"].items())
-    w.line(f"{len(report['libraries'])} libraries, {len(report['pairs'])} pairs, {exchanges:,} exchanges in "
-           f"{report['seconds']} s" + (f"; absent: {absent}" if absent else ""))
+    count = len(report["libraries"])
+    w.line(f"{count} librar{'y' if count == 1 else 'ies'}, {len(report['pairs'])} pair"
+           f"{'' if len(report['pairs']) == 1 else 's'}, {exchanges:,} exchanges in {report['seconds']} s"
+           + (f"; absent: {absent}" if absent else ""))
 
 
 def _libraries(w: _Writer, report: dict) -> None:
@@ -162,7 +168,8 @@ def _findings(w: _Writer, report: dict) -> None:
     findings = report["summary"]["findings"]
     w.raw("")
     if not findings:
-        w.raw(w.bold("Findings") + ": none. Every pair works, directly and through dlbridge.")
+        w.raw(w.bold("Findings") + ": none." + (" Every pair works, directly and through dlbridge."
+                                                if report["pairs"] else ""))
         return
     w.raw(w.bold("Findings") + f" ({len(findings)} causes, most urgent first; `dlbridge explain ID` "
                                "gives the cause and the fixes)")
@@ -231,7 +238,8 @@ def render(report: dict, color: bool = False, verbose: bool = False, unicode: bo
         _details(w, report)
     w.raw("")
     w.line("-v shows every failing case; --json the whole report (docs/doctor.md); --html FILE a page to share.")
-    return w.out.getvalue()
+    text = w.out.getvalue()
+    return text if unicode else text.translate(_TO_ASCII)
 
 
 def progress_bar(stream, width: int = 30):

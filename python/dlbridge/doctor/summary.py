@@ -280,28 +280,37 @@ def _because(findings: list) -> str:
     return "; ".join(f"{reason} ({n})" for reason, n in sorted(reasons.items(), key=lambda kv: -kv[1]))
 
 
+def _cases(n: int) -> str:
+    return f"{n:,} case{'' if n == 1 else 's'}"
+
+
 def verdict(counts: dict, findings: list, report: dict) -> list[str]:
     """The verdict in plain sentences, most important first."""
     lines = []
     if not report.get("dlbridge_exchanges", True):
         state = report.get("dlbridge_state") or "it could not be loaded"
         lines.append(f"dlbridge's route was not tried: {state}.")
+    for name, why in report.get("missing", {}).items():
+        if why != "not installed" and name != "dlbridge":
+            lines.append(f"{name} was left out: {why}.")
     by_category = counts["cases_by_category"]
     broken = [f for f in findings if f["category"] == "dlbridge-broken"]
     worse = [f for f in findings if f["category"] == "dlbridge-refuses"]
-    if counts["failing_pairs"]:
+    if not counts["pairs"]:
+        lines.append("No pairs were tried: the doctor found no installed library it drives.")
+    elif counts["failing_pairs"]:
         lines.append(f"dlbridge makes {counts['fixed_pairs']} of {counts['failing_pairs']} failing pairs work "
-                     f"({counts['fixed_cases']} of {counts['failing_cases']} failing cases).")
+                     f"({counts['fixed_cases']:,} of {_cases(counts['failing_cases'])} that fail directly).")
     else:
         lines.append(f"Every one of the {counts['pairs']} pairs works directly.")
     if by_category["impossible"]:
-        lines.append(f"{by_category['impossible']} cases cannot be done either way: {_because(findings)}.")
+        lines.append(f"{_cases(by_category['impossible'])} cannot be done either way: {_because(findings)}.")
     if broken:
-        lines.append(f"dlbridge itself misbehaves in {by_category['dlbridge-broken']} cases "
+        lines.append(f"dlbridge itself misbehaves in {_cases(by_category['dlbridge-broken'])} "
                      f"(findings {', '.join(str(f['id']) for f in broken)}): a bug.")
     if worse:
         ids = ", ".join(sorted({f["catalogue"] for f in worse}))
-        lines.append(f"dlbridge refuses {by_category['dlbridge-refuses']} cases it should do ({ids}): "
+        lines.append(f"dlbridge refuses {_cases(by_category['dlbridge-refuses'])} it should do ({ids}): "
                      "the direct call does them, or one copy would.")
     if not broken and not worse and report.get("dlbridge_exchanges", True):
         lines.append("Nothing that works directly fails through dlbridge.")
