@@ -44,7 +44,7 @@ def test_no_failure_is_uncatalogued(report):
     assert report["summary"]["uncatalogued"] == []
     known = catalogue.by_id()
     assert all(f["catalogue"] in known for f in report["summary"]["findings"])
-    assert all(ident in known for f in report["summary"]["findings"] for ident in f["direct_catalogue"])
+    assert all(d["catalogue"] in known for f in report["summary"]["findings"] for d in f["direct"])
 
 
 def test_the_first_screen_has_the_libraries_the_matrix_and_the_verdict(report, screen):
@@ -84,7 +84,7 @@ def test_findings_are_whole_sentences_never_cut_inside_a_word(report, screen):
     flat = re.sub(r"\s+", " ", screen)
     for f in report["summary"]["findings"]:
         shown = render_text._reason(f["reason"])
-        assert re.sub(r"\s+", " ", f"{shown} — fix: {f['fix']}") in flat, f["id"]
+        assert re.sub(r"\s+", " ", f"{shown}{render_text._direct_words(f)} — fix: {f['fix']}") in flat, f["id"]
         if shown.endswith(" …"):  # shortened: only ever between two words
             assert shown[:-2] + " " in f["reason"], f["id"]
 

@@ -97,7 +97,7 @@ def test_a_refusal_one_copy_would_cure_is_dlbridge_failing_even_where_the_direct
     via = refused("The data is read-only and b cannot see the READ_ONLY flag", "ReadOnlyError", "read_only")
     [finding] = findings({("a", "b", "int8"): (direct, via)})["findings"]
     assert finding["category"] == "dlbridge-refuses"
-    assert finding["direct_catalogue"] == ["arrow.legacy_immutable"]
+    assert finding["direct"] == [{"catalogue": "arrow.legacy_immutable", "outcome": "fails", "cases": 1}]
 
 
 def test_what_neither_route_can_do_is_impossible_and_not_dlbridge_failing():
@@ -105,7 +105,8 @@ def test_what_neither_route_can_do_is_impossible_and_not_dlbridge_failing():
                                             refused(COMPLEX, "UnsupportedDTypeError", "unsupported_dtype", HINT))})
     [finding] = s["findings"]
     assert finding["category"] == "impossible" and finding["catalogue"] == "dlbridge.unsupported_dtype"
-    assert finding["fix"] == HINT and finding["direct_catalogue"] == ["arrow.unsupported_dlpack_type"]
+    assert finding["fix"] == HINT
+    assert finding["direct"] == [{"catalogue": "arrow.unsupported_dlpack_type", "outcome": "fails", "cases": 1}]
     assert s["exit_status"] == 0
     assert s["verdict"][1] == "1 case cannot be done either way: the consumer has no such dtype (1)."
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import html
 
-from .render_text import HEADINGS, LEGEND, SYMBOLS, _reason, _speaks
+from .render_text import HEADINGS, LEGEND, SYMBOLS, _direct_words, _reason, _speaks
 from .summary import CATEGORIES, FAILING, PARTIAL, UNSAFE, UNTRIED, WORKS, lost_error
 
 _CSS = """
@@ -125,7 +125,7 @@ def _findings(report: dict) -> list[str]:
             parts.append(f'<div class="finding" id="finding-{f["id"]}"><div class="head">{f["id"]}. '
                          f"{_catalogue_link(f['catalogue'])} — {_e(outcome)}, {f['cases']} "
                          f"case{'s' if f['cases'] != 1 else ''}</div><ul>{blocks}</ul>"
-                         f'<div class="why">{_e(_reason(f["reason"]))}</div>'
+                         f'<div class="why">{_e(_reason(f["reason"]) + _direct_words(f))}</div>'
                          f'<div>Fix: <span class="fix">{_e(f["fix"])}</span></div></div>')
     return parts
 

@@ -56,7 +56,7 @@ class _Writer:
         later = " " * (indent if hang is None else hang)
         for line in textwrap.wrap(text, WIDTH, initial_indent=prefix, subsequent_indent=later,
                                   break_long_words=False, break_on_hyphens=False):
-            self.out.write(line + "\n")
+            self.out.write(line.replace("\u00a0", " ") + "\n")
 
     def raw(self, text: str) -> None:
         self.out.write(text + "\n")
@@ -151,13 +151,33 @@ def _reason(reason: str) -> str:
 
 def _short(text: str, limit: int = 200) -> str:
     """The first sentence or clause of a message, whole words only."""
-    for stop in (". ", "; "):
-        head = text.split(stop, 1)[0]
-        if len(head) < len(text) and len(head) <= limit:
-            return head + ("." if stop == ". " else "")
+    stops = [(text.find(stop), stop) for stop in (". ", "; ") if text.find(stop) >= 20]
+    if stops:
+        at, stop = min(stops)
+        if at <= limit:
+            return text[:at] + ("." if stop == ". " else "")
     if len(text) <= limit:
         return text
     return text[:limit].rsplit(" ", 1)[0] + " …"
+
+
+def _unbroken(text: str) -> str:
+    """text kept on one line by the wrapping (a command is not split between lines)."""
+    return text.replace(" ", "\u00a0")
+
+
+def _direct_words(finding: dict) -> str:
+    """What the direct call did in the cases of a finding about dlbridge's refusal."""
+    by_outcome = {}
+    for d in finding.get("direct", []):
+        ids, count = by_outcome.get(_OUTCOME_WORDS[d["outcome"]], ([], 0))
+        by_outcome[_OUTCOME_WORDS[d["outcome"]]] = (ids + [d["catalogue"]], count + d["cases"])
+    if not by_outcome:
+        return ""
+    rest = finding["cases"] - sum(count for _, count in by_outcome.values())
+    parts = ([f"{rest} work"] if rest else []) + [f"{words} in {count} [{', '.join(ids)}]"
+                                                   for words, (ids, count) in by_outcome.items()]
+    return f" Directly: {'; '.join(parts)}."
 
 
 def _pairs_text(block: dict) -> str:
@@ -189,7 +209,7 @@ def _findings(w: _Writer, report: dict) -> None:
                 w.line(f"{lead}{head}:", indent=1, hang=6)
                 for block in blocks:
                     w.line(_pairs_text(block), indent=6, hang=8)
-            w.line(f"{_reason(f['reason'])} — fix: {f['fix']}", indent=6, hang=8)
+            w.line(f"{_reason(f['reason'])}{_direct_words(f)} — fix: {_unbroken(f['fix'])}", indent=6, hang=8)
 
 
 def _details(w: _Writer, report: dict) -> None:

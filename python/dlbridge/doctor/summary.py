@@ -203,8 +203,8 @@ def summarise(report: dict) -> dict:
             group["cells"].setdefault((producer, consumer), []).append(case)
             group["errors"].append(error)
             if route == "dlbridge" and (producer, consumer, case, "direct") in identified:
-                direct_id = identified[(producer, consumer, case, "direct")]
-                group["direct_catalogue"][direct_id] = group["direct_catalogue"].get(direct_id, 0) + 1
+                key = (identified[(producer, consumer, case, "direct")], _problem(direct)[0])
+                group["direct_catalogue"][key] = group["direct_catalogue"].get(key, 0) + 1
 
     records = by_id()
     findings = []
@@ -222,7 +222,9 @@ def summarise(report: dict) -> dict:
             "blocks": blocks,
             "reason": _reason(group["errors"]),
             "fix": _fix(category, consumers, group["errors"], record),
-            "direct_catalogue": sorted(group["direct_catalogue"], key=group["direct_catalogue"].get, reverse=True),
+            # What the direct call did in the same cases, when dlbridge's refusal is the finding.
+            "direct": [{"catalogue": ident, "outcome": outcome, "cases": n} for (ident, outcome), n
+                       in sorted(group["direct_catalogue"].items(), key=lambda kv: -kv[1])],
         })
     findings.sort(key=lambda f: (CATEGORIES.index(f["category"]), _severity(f), -f["cases"], f["catalogue"]))
     for number, finding in enumerate(findings, 1):
