@@ -3,6 +3,7 @@
 print the symbols get plain ones, and what libraries say is escaped in HTML."""
 
 import io
+import re
 
 import pytest
 
@@ -28,7 +29,8 @@ def _report(libraries, outcome):
                 for route, fields in zip(("direct", "dlbridge"), outcome(p, c, case)):
                     results.append({"producer": p, "consumer": c, "case": case, "route": route, "note": None,
                                     "readonly": None, **fields})
-    report = {"dlbridge": "0.1.0", "python": "3.11", "platform": "Linux", "seconds": 1.0, "cases": CASES,
+    report = {"dlbridge": "0.1.0", "python": "3.11", "platform": "Linux-6.18.44-fc-v1252-x86_64-with-glibc2.36-x",
+              "seconds": 1.0, "cases": CASES,
               "libraries": [{"name": n, "version": "1.0", "speaks": "versioned", "c_exchange_api": "no", "driven": True}
                             for n in libraries],
               "missing": {}, "pairs": pairs, "results": results, "dlbridge_exchanges": True, "dlbridge_state": None}
@@ -79,9 +81,11 @@ def test_plain_symbols_where_the_terminal_cannot_print_them(eleven):
     assert "+ all cases work" in plain and "✓" not in plain
 
 
-def test_colour_only_when_asked(eleven):
-    assert "\033[" not in render_text.render(eleven)
-    assert "\033[32m✓\033[0m" in render_text.render(eleven, color=True)
+def test_colour_only_when_asked_and_never_moves_a_line_break(eleven):
+    plain, coloured = render_text.render(eleven), render_text.render(eleven, color=True)
+    assert "\033[" not in plain
+    assert "\033[32m✓\033[0m" in coloured
+    assert re.sub(r"\033\[[0-9;]*m", "", coloured) == plain
 
 
 def test_verbose_adds_every_failing_case(eleven):

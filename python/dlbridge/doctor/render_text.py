@@ -47,8 +47,9 @@ class _Writer:
         self.symbols = SYMBOLS if unicode else ASCII_SYMBOLS
         self.arrow = "→" if unicode else "->"
 
-    def line(self, text: str = "", indent: int = 0, hang: int | None = None) -> None:
-        """text wrapped at WIDTH on spaces; continuation lines indented by hang."""
+    def line(self, text: str = "", indent: int = 0, hang: int | None = None, bold: bool = False) -> None:
+        """text wrapped at WIDTH on spaces; continuation lines indented by hang. Colour codes are
+        added after wrapping, so they do not count as columns."""
         if not text:
             self.out.write("\n")
             return
@@ -56,7 +57,8 @@ class _Writer:
         later = " " * (indent if hang is None else hang)
         for line in textwrap.wrap(text, WIDTH, initial_indent=prefix, subsequent_indent=later,
                                   break_long_words=False, break_on_hyphens=False):
-            self.out.write(line.replace("\u00a0", " ") + "\n")
+            line = line.replace("\u00a0", " ")
+            self.out.write((self.bold(line) if bold else line) + "\n")
 
     def raw(self, text: str) -> None:
         self.out.write(text + "\n")
@@ -81,8 +83,8 @@ def _speaks(lib: dict) -> str:
 
 
 def _header(w: _Writer, report: dict) -> None:
-    w.line(w.bold(f"dlbridge doctor · dlbridge {report['dlbridge'] or '(not importable)'} · "
-                  f"Python {report['python']} · {report['platform']}"))
+    w.line(f"dlbridge doctor · dlbridge {report['dlbridge'] or '(not importable)'} · "
+           f"Python {report['python']} · {report['platform']}", bold=True)
     exchanges = len(report["results"])
     absent = ", ".join(f"{name} ({why})" if why != "not installed" else name
                        for name, why in report["missing"].items())
