@@ -36,7 +36,7 @@ Every entry is one record of the catalogue that ships in the wheel
   with `re.search`. dlbridge's patterns name only the essential words, so wording
   can improve without breaking callers that match; `dlbridge explain` also needs
   the class name before it calls a message dlbridge's. Every repeat in a pattern
-  has an upper bound (`\d{1,20}`, never `\d+`), so matching costs time linear in
+  has an upper bound (`\\d{1,20}`, never `\\d+`), so matching costs time linear in
   the text; `dlbridge explain` reads the last 64 KiB of what it is given.
 - **Trigger scenarios**, **Common situations**, **Solutions** — lists; solutions in order.
 - **Example fix** — the failing call and the fix, as Python.
