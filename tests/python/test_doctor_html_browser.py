@@ -13,7 +13,8 @@ from dlbridge import doctor
 from dlbridge.doctor import render_html
 
 BROWSER = shutil.which("chromium") or shutil.which("chromium-browser")
-pytestmark = pytest.mark.skipif(BROWSER is None, reason="needs Debian's chromium (scripts/setup --for-tests installs it)")
+pytestmark = pytest.mark.skipif(BROWSER is None,
+                                reason="needs Debian's chromium (scripts/setup --for-tests installs it)")
 
 # Added to a copy of the page only (the report itself has no scripts): after layout, copy what
 # the browser renders of the verdict and of the first finding into the DOM it dumps.

@@ -19,7 +19,9 @@ except ImportError:  # pragma: no cover - Python 3.10
 MAX_REPEAT = 1024
 MAX_BUDGET = 1 << 20
 
-_REPEATS = {_sre.MAX_REPEAT, _sre.MIN_REPEAT} | ({_sre.POSSESSIVE_REPEAT} if hasattr(_sre, "POSSESSIVE_REPEAT") else set())
+_REPEATS = {_sre.MAX_REPEAT, _sre.MIN_REPEAT}
+if hasattr(_sre, "POSSESSIVE_REPEAT"):  # x*+, Python 3.11 and later
+    _REPEATS.add(_sre.POSSESSIVE_REPEAT)
 
 
 def _walk(items, unbounded: list) -> tuple[int, int]:
@@ -36,7 +38,10 @@ def _walk(items, unbounded: list) -> tuple[int, int]:
                 unbounded.append("*, + or {n,}" if high == _sre.MAXREPEAT else f"{{{low},{high}}}")
                 high = MAX_REPEAT
             sub_ways, sub_length = _walk(sub, unbounded)
-            part = (high - low + 1) if sub_ways == 1 else sum(min(sub_ways ** i, MAX_BUDGET) for i in range(low, high + 1))
+            if sub_ways == 1:
+                part = high - low + 1
+            else:
+                part = sum(min(sub_ways ** i, MAX_BUDGET) for i in range(low, high + 1))
             ways, length = ways * part, length + high * sub_length
         elif op is _sre.SUBPATTERN:
             sub_ways, sub_length = _walk(av[-1], unbounded)

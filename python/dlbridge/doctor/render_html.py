@@ -144,7 +144,8 @@ def _details(report: dict) -> list[str]:
         asked = p.get("asked") or {}
         version = asked.get("max_version") if isinstance(asked, dict) else None
         ask = f"{version[0]}.{version[1]}" if isinstance(version, list) and len(version) == 2 else "legacy"
-        got = {"dltensor_versioned": "versioned", "dltensor": "legacy"}.get(p.get("answered"), p.get("answered") or "–")
+        answered = p.get("answered")
+        got = {"dltensor_versioned": "versioned", "dltensor": "legacy"}.get(answered, answered or "–")
         parts.append(f"<tr><td>{_e(p['producer'])} → {_e(p['consumer'])}</td><td>{_e(p['direct']['summary'])}</td>"
                      f"<td>{_e(p['dlbridge']['summary'])}</td><td>{_e(ask)} → {_e(got)}</td>"
                      f"<td>{_e(p['direct']['readonly'])} / {_e(p['dlbridge']['readonly'])}</td>"

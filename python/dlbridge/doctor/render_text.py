@@ -112,7 +112,7 @@ def _matrix(w: _Writer, report: dict) -> None:
     cells = {(m["producer"], m["consumer"]): m for m in report["summary"]["matrix"]}
     names = list(dict.fromkeys([p for p, _ in cells] + [c for _, c in cells]))
     w.raw("")
-    w.raw(w.bold("Pairs") + ": direct call, then through dlbridge, for producer (row) " + w.arrow + " consumer (column)")
+    w.raw(w.bold("Pairs") + f": direct call, then through dlbridge, for producer (row) {w.arrow} consumer (column)")
     w.line("  ".join(f"{w.symbols[s]} {LEGEND[s]}" for s in (WORKS, PARTIAL, FAILING, UNSAFE)), indent=2)
     if not names:
         w.line("no pairs: the doctor needs at least one installed library it drives", indent=2)

@@ -166,7 +166,8 @@ def _round(pending: dict, deadline: float, on_result, stalled: dict) -> None:
     if died_in is not None:
         index = died_in[0]
         task = pending.pop(index)
-        on_result(index, exchange.settled(task, exchange.CRASH, exchange.crash_error(task, reason, crash_detail(stderr))))
+        error = exchange.crash_error(task, reason, crash_detail(stderr))
+        on_result(index, exchange.settled(task, exchange.CRASH, error))
     elif not progressed and pending:
         # Died before doing anything: report the rest rather than start it again forever.
         for index, task in sorted(pending.items()):

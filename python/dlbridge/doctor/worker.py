@@ -121,7 +121,8 @@ def _run(task, libs: _Libraries):
     needed = [n for n in (task.get("producer"), task.get("consumer")) if n]
     absent = libs.absent(needed)
     if absent:
-        return exchange.settled(task, exchange.NA, note="; ".join(f"{n}: {libs.missing.get(n, 'not loaded')}" for n in absent))
+        why = "; ".join(f"{n}: {libs.missing.get(n, 'not loaded')}" for n in absent)
+        return exchange.settled(task, exchange.NA, note=why)
     if kind == "producer":
         return exchange.producer_info(libs[task["producer"]])
     if kind == "probe":
@@ -198,7 +199,8 @@ def _isolated_task(task, seconds: float) -> dict:
         stderr.seek(0)
         text = stderr.read().decode(errors="replace")
     returncode = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
-    return exchange.settled(task, exchange.CRASH, exchange.crash_error(task, describe_exit(returncode), crash_detail(text)))
+    error = exchange.crash_error(task, describe_exit(returncode), crash_detail(text))
+    return exchange.settled(task, exchange.CRASH, error)
 
 
 def _isolated_lane(tasks, channel: _Channel, seconds: float) -> None:
