@@ -7,6 +7,7 @@ Hangs and crashes are staged with fake libraries that stand in for MLX and Warp 
 PYTHONPATH entry, which the doctor's children inherit."""
 
 import importlib.util
+import os
 import subprocess
 import sys
 import textwrap
@@ -141,6 +142,26 @@ def test_an_isolated_exchange_that_hangs_is_stopped_by_its_fork_deadline(tmp_pat
     tasks = [case("numpy", "mlx", "float32"), case("numpy", "numpy", "int8")]
     results, _ = runner.run_tasks(["numpy", "mlx"], tasks, deadline=3)
     assert [r["status"] for r in results] == ["hangs", "zero-copy"]
+
+
+def test_an_interrupted_run_leaves_no_child_behind(tmp_path, monkeypatch):
+    # The child runs in a session of its own (so a hang can be killed with its forks), where
+    # the terminal's Ctrl-C does not reach it: the runner must end it itself.
+    _fake(tmp_path, monkeypatch, {"mlx/__init__.py": "", "mlx/core.py": FAKE_MLX_CORE})
+    made = []
+    real = runner._Child
+    monkeypatch.setattr(runner, "_Child", lambda plan: made.append(real(plan)) or made[-1])
+
+    def interrupt(done, total):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        runner.run_tasks(["numpy", "mlx"], [case("numpy", "numpy", "float32"), case("numpy", "mlx", "int8")],
+                         progress=interrupt)  # the second would hang for the whole deadline
+    [child] = made
+    assert child.proc.poll() is not None
+    with pytest.raises(ProcessLookupError):
+        os.killpg(child.proc.pid, 0)
 
 
 def test_a_case_tensorflow_cannot_make_is_not_applicable_without_importing_it():

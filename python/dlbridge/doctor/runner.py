@@ -109,66 +109,98 @@ class _Child:
         return returncode, text
 
 
+class _Watch:
+    """What one child is doing, from its lines: the import or the task of each lane, and since when."""
+
+    def __init__(self, deadline: float):
+        self.deadline = deadline
+        self.lanes = {}          # lane -> (index, started)
+        self.importing = None    # (name, started)
+        self.progressed = False
+
+    def _limit(self, lane: str) -> float:
+        return self.deadline + (_GRACE if lane == "isolated" else 0)
+
+    def wait(self) -> float | None:
+        """Seconds until the next deadline, or None when nothing is running."""
+        now = time.monotonic()
+        waits = [self.importing[1] + self.deadline - now] if self.importing else []
+        waits += [started + self._limit(lane) - now for lane, (_, started) in self.lanes.items()]
+        return max(0.0, min(waits)) if waits else None
+
+    def late_import(self) -> str | None:
+        if self.importing and time.monotonic() - self.importing[1] >= self.deadline:
+            return self.importing[0]
+        return None
+
+    def late_task(self) -> int | None:
+        now = time.monotonic()
+        return next((index for lane, (index, started) in self.lanes.items()
+                     if now - started >= self._limit(lane)), None)
+
+    def note(self, message: dict) -> int | None:
+        """Record a line; the index of the task it settles, if any."""
+        self.progressed = True
+        if "importing" in message:
+            self.importing = (message["importing"], time.monotonic())
+        elif "imported" in message:
+            self.importing = None
+        elif "start" in message:
+            self.lanes[message["lane"]] = (message["start"], time.monotonic())
+        elif "done" in message:
+            self.lanes.pop(message["lane"], None)
+            return message["done"]
+        return None
+
+
+def _follow(child: _Child, watch: _Watch, pending: dict, on_result, stalled: dict) -> bool:
+    """Read the child's lines until it ends; True when it was killed for outliving a deadline."""
+    while True:
+        try:
+            message = child.lines.get(timeout=watch.wait())
+        except queue.Empty:
+            if (name := watch.late_import()) is not None:
+                stalled[name] = f"hangs: its import did not finish within {watch.deadline:g} s"
+                child.kill()
+                return True
+            if (index := watch.late_task()) is not None:
+                task = pending.pop(index)
+                on_result(index, exchange.settled(task, exchange.HANGS, exchange.hang_error(task, watch.deadline)))
+                child.kill()
+                return True
+            continue
+        if message is None:
+            return False
+        index = watch.note(message)
+        if index is not None and pending.pop(index, None) is not None:
+            on_result(index, message["result"])
+
+
 def _round(pending: dict, deadline: float, on_result, stalled: dict) -> None:
     """One child over the pending tasks; removes from pending every task it settles."""
     child = _Child({"tasks": sorted(pending.items()), "deadline": deadline})
-    lanes = {}          # lane -> (index, started)
-    importing = None    # (name, started)
-    progressed = killed = False
-    while True:
-        now = time.monotonic()
-        waits = [started + deadline - now for _, started in filter(None, [importing])]
-        waits += [started + deadline + (_GRACE if lane == "isolated" else 0) - now
-                  for lane, (_, started) in lanes.items()]
-        try:
-            message = child.lines.get(timeout=max(0.0, min(waits)) if waits else None)
-        except queue.Empty:
-            message = "expired"
-        if message is None:
-            break
-        if message == "expired":
-            now = time.monotonic()
-            if importing and now - importing[1] >= deadline:
-                stalled[importing[0]] = f"hangs: its import did not finish within {deadline:g} s"
-                child.kill()
-                importing, killed = None, True
-                break
-            late = [(lane, index) for lane, (index, started) in lanes.items()
-                    if now - started >= deadline + (_GRACE if lane == "isolated" else 0)]
-            if late:
-                lane, index = late[0]
-                task = pending.pop(index)
-                on_result(index, exchange.settled(task, exchange.HANGS, exchange.hang_error(task, deadline)))
-                child.kill()
-                killed = True
-                break
-            continue
-        progressed = True
-        if "importing" in message:
-            importing = (message["importing"], time.monotonic())
-        elif "imported" in message:
-            importing = None
-        elif "start" in message:
-            lanes[message["lane"]] = (message["start"], time.monotonic())
-        elif "done" in message:
-            lanes.pop(message["lane"], None)
-            if pending.pop(message["done"], None) is not None:
-                on_result(message["done"], message["result"])
+    watch = _Watch(deadline)
+    try:
+        killed = _follow(child, watch, pending, on_result, stalled)
+    except BaseException:  # Ctrl-C, or a progress callback that raised: the child is in a session
+        child.kill()       # of its own, where the terminal's signal does not reach it
+        child.finish()
+        raise
     returncode, stderr = child.finish()
     if killed:
         return  # what else was running starts again in the next child
     reason = describe_exit(returncode)
-    if importing is not None:
+    if watch.importing is not None:
         # The child died while importing: that library cannot be loaded beside the others.
-        stalled[importing[0]] = f"importing it killed the process ({reason})"
+        stalled[watch.importing[0]] = f"importing it killed the process ({reason})"
         return
-    died_in = lanes.get("main") or lanes.get("isolated")
+    died_in = watch.lanes.get("main") or watch.lanes.get("isolated")
     if died_in is not None:
         index = died_in[0]
         task = pending.pop(index)
         error = exchange.crash_error(task, reason, crash_detail(stderr))
         on_result(index, exchange.settled(task, exchange.CRASH, error))
-    elif not progressed and pending:
+    elif not watch.progressed and pending:
         # Died before doing anything: report the rest rather than start it again forever.
         for index, task in sorted(pending.items()):
             on_result(index, exchange.settled(task, exchange.CRASH, exchange.crash_error(task, reason)))
