@@ -126,15 +126,30 @@ def _print_text(data: dict, out, err, code: str | None) -> None:
             err.write(f"  {item['id']}  (shared words {item['score']:.2f})  {by_id[item['id']].link}\n")
 
 
+def _read_tail(stream, limit: int) -> tuple[str, int]:
+    """The last limit characters of what stream holds, and how many it held: read in pieces, so a
+    piped log never sits in memory whole."""
+    tail, total = "", 0
+    while chunk := stream.read(1 << 16):
+        tail += chunk
+        total += len(chunk)
+        if len(tail) > 2 * limit:
+            tail = tail[-limit:]
+    return tail[-limit:], total
+
+
 def main(text: str, as_json: bool = False, out=None, err=None, stdin=None) -> int:
     out, err = out or sys.stdout, err or sys.stderr
+    whole = True
     if text == "-":
-        text = (stdin or sys.stdin).read()
+        text, total = _read_tail(stdin or sys.stdin, catalogue.MAX_TEXT)
+        whole = total == len(text)
     text = text.strip()
     data, status = report(text)
     if as_json:
         json.dump(data, out, indent=2, ensure_ascii=False)
         out.write("\n")
     else:
-        _print_text(data, out, err, code=text if _IDENTIFIER.match(text) else None)
+        # The end of a longer text is never taken for a code, however it looks.
+        _print_text(data, out, err, code=text if whole and _IDENTIFIER.match(text) else None)
     return status

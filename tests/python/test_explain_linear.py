@@ -102,6 +102,34 @@ def test_json_quotes_the_searched_tail_not_the_whole_input():
     assert data["query"] == HOSTILE["number"].strip()[-catalogue.MAX_TEXT:]
 
 
+class _Counting(io.StringIO):
+    """A stream that records the largest read it was asked for."""
+
+    def __init__(self, text):
+        super().__init__(text)
+        self.reads = []
+
+    def read(self, size=-1):
+        self.reads.append(size)
+        return super().read(size)
+
+
+def test_stdin_is_read_in_pieces_and_only_its_end_kept():
+    stream = _Counting(HOSTILE["number"] + "\nRuntimeError: Unsupported dtype in DLTensor.\n")
+    out = io.StringIO()
+    assert main("-", as_json=True, out=out, err=io.StringIO(), stdin=stream) == 0
+    assert all(0 < size <= 1 << 16 for size in stream.reads)
+    data = json.loads(out.getvalue())
+    assert [m["id"] for m in data["matches"]] == ["numpy.import_unsupported_dtype"]
+    assert len(data["query"]) <= catalogue.MAX_TEXT
+
+
+def test_the_end_of_a_long_input_is_not_taken_for_a_code():
+    err = io.StringIO()
+    assert main("-", out=io.StringIO(), err=err, stdin=io.StringIO("a" * 1_000_000)) == 2
+    assert err.getvalue().startswith("dlbridge explain: message not recognised")
+
+
 def test_an_unknown_long_code_is_quoted_short():
     err = io.StringIO()
     assert main("a" * 100_000, out=io.StringIO(), err=err) == 2
