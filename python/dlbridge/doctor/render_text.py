@@ -217,7 +217,7 @@ def _findings(w: _Writer, report: dict) -> None:
 def _details(w: _Writer, report: dict) -> None:
     """Today's per-case detail: the pairs with versions and costs, then every failing case."""
     w.raw("")
-    w.raw(w.bold(f"Every pair ({len(report['cases'])} cases each: {', '.join(report['cases'])})"))
+    w.line(f"Every pair ({len(report['cases'])} cases each: {', '.join(report['cases'])})", hang=2, bold=True)
     rows = [("producer -> consumer", "direct", "via dlbridge", "asked -> answered", "read-only", "µs direct/via")]
     for p in report["pairs"]:
         asked = p.get("asked") or {}
