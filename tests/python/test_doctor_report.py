@@ -60,8 +60,10 @@ def test_the_first_screen_has_the_libraries_the_matrix_and_the_verdict(report, s
     assert f"Exit status {report['summary']['exit_status']}:" in joined
 
 
-def test_every_line_fits_100_columns(screen):
+def test_every_line_fits_100_columns(report, screen):
     assert max(len(line) for line in screen.splitlines()) <= render_text.WIDTH
+    verbose = render_text.render(report, verbose=True)
+    assert max(len(line) for line in verbose.splitlines()) <= render_text.WIDTH
 
 
 def test_each_matrix_symbol_agrees_with_the_cases_behind_it(report, screen):

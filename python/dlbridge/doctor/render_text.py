@@ -218,19 +218,22 @@ def _details(w: _Writer, report: dict) -> None:
     """Today's per-case detail: the pairs with versions and costs, then every failing case."""
     w.raw("")
     w.line(f"Every pair ({len(report['cases'])} cases each: {', '.join(report['cases'])})", hang=2, bold=True)
-    rows = [("producer -> consumer", "direct", "via dlbridge", "asked -> answered", "read-only", "µs direct/via")]
+    w.line("Per route, direct/dlbridge: read-only data kept its flag, lost it, went to a consumer that never "
+           "writes (imm) or was refused; the µs one exchange takes.", indent=2, hang=2)
+    rows = [("producer -> consumer", "direct", "dlbridge", "asked -> answered", "read-only", "µs")]
     for p in report["pairs"]:
         asked = p.get("asked") or {}
         version = asked.get("max_version") if isinstance(asked, dict) else None
         ask = f"{version[0]}.{version[1]}" if isinstance(version, list) and len(version) == 2 else "legacy"
-        got = {"dltensor_versioned": "versioned", "dltensor": "legacy"}.get(p.get("answered"), p.get("answered") or "-")
+        answered = p.get("answered")
+        got = {"dltensor_versioned": "versioned", "dltensor": "legacy"}.get(answered, answered or "-")
         cost = p["cost_us"]
         rows.append((f"{p['producer']} -> {p['consumer']}", p["direct"]["summary"], p["dlbridge"]["summary"],
-                     f"{ask} -> {got}", f"{p['direct']['readonly']}/{p['dlbridge']['readonly']}",
+                     f"{ask} -> {got}", f"{p['direct']['readonly']}/{p['dlbridge']['readonly']}".replace("immutable", "imm"),
                      "/".join("-" if cost.get(r) is None else f"{cost[r]:.1f}" for r in ("direct", "dlbridge"))))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
-        w.raw("  " + "  ".join(text.ljust(width) for text, width in zip(r, widths)).rstrip())
+        w.raw("  " + " ".join(text.ljust(width) for text, width in zip(r, widths)).rstrip())
     from dlbridge.catalogue import identify
 
     failing = [r for r in report["results"] if r["status"] in ("fails", "wrong", "crash", "hangs")
