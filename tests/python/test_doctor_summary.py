@@ -71,6 +71,8 @@ def test_a_crash_fixed_by_dlbridge_is_one_finding_over_the_pairs_that_share_it()
     assert matrix[("a", "b")] == {"producer": "a", "consumer": "b", "direct": "unsafe", "dlbridge": "works"}
     assert s["exit_status"] == 0
     assert s["verdict"][0] == "dlbridge makes 2 of 2 failing pairs work (2 of 2 cases that fail directly)."
+    one = findings({("a", "b", "negative"): (bad("crash", TORCH_ABORT, "SIGABRT"), ok("copy"))})
+    assert one["verdict"][0] == "dlbridge makes 1 of 1 failing pair work (1 of 1 case that fails directly)."
 
 
 def test_many_dtypes_of_one_pair_are_counted_not_listed():

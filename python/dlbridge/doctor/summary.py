@@ -301,8 +301,9 @@ def verdict(counts: dict, findings: list, report: dict) -> list[str]:
     if not counts["pairs"]:
         lines.append("No pairs were tried: the doctor found no installed library it drives.")
     elif counts["failing_pairs"]:
-        lines.append(f"dlbridge makes {counts['fixed_pairs']} of {counts['failing_pairs']} failing pairs work "
-                     f"({counts['fixed_cases']:,} of {_cases(counts['failing_cases'])} that fail directly).")
+        pairs, cases = counts["failing_pairs"], counts["failing_cases"]
+        lines.append(f"dlbridge makes {counts['fixed_pairs']} of {pairs} failing pair{'' if pairs == 1 else 's'} work "
+                     f"({counts['fixed_cases']:,} of {_cases(cases)} that fail{'s' if cases == 1 else ''} directly).")
     else:
         lines.append(f"Every one of the {counts['pairs']} pairs works directly.")
     if by_category["impossible"]:
