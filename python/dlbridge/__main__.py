@@ -4,9 +4,12 @@ ask for (like ``python -m nanobind --cmake_dir``)::
     python -m dlbridge --includedir      # for -I
     python -m dlbridge --cmake-dir       # for -Ddlbridge_DIR=...
     python -m dlbridge --pkgconfig-dir   # for PKG_CONFIG_PATH
+    python -m dlbridge --version         # the dlbridge and DLPack versions
 """
 
 import sys
+
+from .cli import guard_pipe, main
 
 _PATH_FLAGS = {"--includedir": "get_include", "--cmake-dir": "get_cmake_dir", "--pkgconfig-dir": "get_pkgconfig_dir"}
 
@@ -23,8 +26,5 @@ def _print_path(flag: str) -> int:
 
 
 if len(sys.argv) == 2 and sys.argv[1] in _PATH_FLAGS:
-    sys.exit(_print_path(sys.argv[1]))
-
-from .cli import main  # noqa: E402  (the flags above need no subcommand parser)
-
+    sys.exit(guard_pipe(lambda: _print_path(sys.argv[1])))  # these flags need no subcommand parser
 sys.exit(main())

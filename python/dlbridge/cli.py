@@ -1,14 +1,35 @@
-"""The ``dlbridge`` command line."""
+"""The ``dlbridge`` command line (also ``python -m dlbridge``)."""
 
 import argparse
+import os
 import sys
+
+# What a command that is cut off by a closed pipe (`dlbridge explain X --json | head`) exits with:
+# 128 + SIGPIPE, what the shell reports for the other tools of such a pipeline.
+EXIT_BROKEN_PIPE = 141
+
+
+def version_line() -> str:
+    import dlbridge
+
+    major, minor = dlbridge.DLPACK_VERSION
+    return f"dlbridge {dlbridge.__version__} (DLPack {major}.{minor})"
 
 
 def _version(args) -> int:
-    import dlbridge
-
-    print(f"dlbridge {dlbridge.__version__} (DLPack {dlbridge.DLPACK_VERSION[0]}.{dlbridge.DLPACK_VERSION[1]})")
+    print(version_line())
     return 0
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: imports the package only when asked, so ``--help`` stays cheap."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(version_line())
+        parser.exit()
 
 
 def _doctor(args) -> int:
@@ -29,17 +50,39 @@ def _explain(args) -> int:
     return explain_main(args.text, as_json=args.json)
 
 
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds: {text!r}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dlbridge", description="DLPack interop: see, verify and fix exchanges.")
+    parser.add_argument("--version", action=_VersionAction, help="print the dlbridge and DLPack versions and exit")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("version", help="print the dlbridge and DLPack versions")
     p.set_defaults(run=_version)
 
-    p = sub.add_parser("doctor", help="which array libraries exchange with which, directly and through dlbridge")
-    p.add_argument("--json", action="store_true", help="print the findings as JSON on stdout")
+    p = sub.add_parser(
+        "doctor", help="which array libraries exchange with which, directly and through dlbridge",
+        description="Tries every pair of installed array libraries on dtypes and layouts, directly and through "
+                    "dlbridge, and says what works, what dlbridge fixes and what to do about the rest. "
+                    "Exit status: 0 when dlbridge does everything it should, 1 when it fails somewhere "
+                    "(worse than the direct call, a wrong or uncoded result, a crash or a hang), 2 for bad "
+                    "arguments. The JSON schema and the symbols: docs/doctor.md.")
+    p.add_argument("-v", "--verbose", action="store_true", help="also every failing case, one per line")
+    p.add_argument("--json", action="store_true", help="print the report as JSON on stdout (docs/doctor.md)")
     p.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report to FILE")
-    p.add_argument("--libraries", metavar="A,B", help="only these libraries (default: every importable one)")
+    p.add_argument("--libraries", metavar="A,B",
+                   help="only these libraries (default: every installed one); dlbridge's route is always tried")
+    p.add_argument("--timeout", metavar="SECONDS", type=_positive_seconds, default=None,
+                   help="how long one library import or one exchange may take before it is reported as "
+                        "hanging (default: 120)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     p.set_defaults(run=_doctor)
@@ -56,9 +99,36 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _silence_closed_pipes() -> None:
+    # The reader went away: what is still buffered cannot be written, and Python would say
+    # so at exit with a second traceback unless the streams point somewhere harmless.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            os.dup2(devnull, stream.fileno())
+        except (OSError, ValueError):
+            pass
+    os.close(devnull)
+
+
+def guard_pipe(command) -> int:
+    """command()'s exit status, or EXIT_BROKEN_PIPE when its reader closed the pipe."""
+    try:
+        try:
+            return command()
+        finally:
+            sys.stdout.flush()  # inside the guard: most of what a command prints is still buffered here
+    except BrokenPipeError:
+        _silence_closed_pipes()
+        return EXIT_BROKEN_PIPE
+
+
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
-    return args.run(args)
+    def command() -> int:
+        args = build_parser().parse_args(argv)
+        return args.run(args)
+
+    return guard_pipe(command)
 
 
 if __name__ == "__main__":

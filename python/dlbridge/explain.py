@@ -24,7 +24,8 @@ def explain(exc_or_text) -> list[Record]:
     """The catalogue records of an exception or a message, best first; empty when unknown.
 
     A DLPackError is looked up by its ``.code``. Anything else is matched by text
-    (for exceptions, ``"ClassName: message"``), so a whole pasted traceback works too.
+    (for exceptions, ``"ClassName: message"``), so a whole pasted traceback works too; only
+    its last 64 KiB are read (``catalogue.MAX_TEXT``), in time linear in their length.
     """
     code = getattr(exc_or_text, "code", None)
     if isinstance(exc_or_text, BaseException):
@@ -63,7 +64,11 @@ def render(record: Record) -> str:
         head = f"dlbridge error `{record.code}` ({f['errorClass']})"
     else:
         versions = ", ".join(f["libraryVersions"]) or "read from its source, not run here"
-        head = f"{LIBRARY_NAMES[record.library]} ({versions}) raised {f['errorClass']}: {record.id}"
+        silent = "no exception: "
+        if f["errorClass"].startswith(silent):  # a crash or a wrong result: nothing was raised
+            head = f"{LIBRARY_NAMES[record.library]} ({versions}), {f['errorClass'][len(silent):]}: {record.id}"
+        else:
+            head = f"{LIBRARY_NAMES[record.library]} ({versions}) raised {f['errorClass']}: {record.id}"
     lines = [head, f"  pattern: {record.pattern}", "  why:"]
     lines += [f"    - {t}" for t in f["triggerScenarios"]]
     lines.append("  common situations:")
@@ -87,8 +92,10 @@ def render(record: Record) -> str:
 
 
 def report(text: str) -> tuple[dict, int]:
-    """What explain says about text, as JSON-ready data, and the exit status."""
+    """What explain says about text, as JSON-ready data, and the exit status. ``query`` is the
+    text as matched: its last catalogue.MAX_TEXT characters (a traceback ends with its message)."""
     found = explain(text)
+    text = catalogue.searched(text)
     if found:
         return {"query": text, "recognised": True, "matches": [r.as_dict() for r in found],
                 "related": [r.as_dict() for r in related(found)], "closest": []}, 0
@@ -96,7 +103,11 @@ def report(text: str) -> tuple[dict, int]:
     return {"query": text, "recognised": False, "matches": [], "related": [], "closest": closest}, 2
 
 
-def _print_text(data: dict, out, err) -> None:
+def _quoted(text: str, limit: int = 60) -> str:
+    return repr(text) if len(text) <= limit else f"{text[:limit]!r}... ({len(text):,} characters)"
+
+
+def _print_text(data: dict, out, err, code: str | None) -> None:
     by_id = catalogue.by_id()
     if data["recognised"]:
         for fields in data["matches"]:
@@ -104,9 +115,8 @@ def _print_text(data: dict, out, err) -> None:
         for fields in data["related"]:
             out.write("what dlbridge says in the same situation:\n" + render(by_id[fields["id"]]) + "\n")
         return
-    query = data["query"]
-    if _IDENTIFIER.match(query):
-        err.write(f"dlbridge explain: unknown error code {query!r}\n")
+    if code is not None:
+        err.write(f"dlbridge explain: unknown error code {_quoted(code)}\n")
         err.write("known codes: " + ", ".join(sorted(catalogue.by_code())) + "\n")
     else:
         err.write("dlbridge explain: message not recognised; no catalogue record matches it.\n")
@@ -116,14 +126,30 @@ def _print_text(data: dict, out, err) -> None:
             err.write(f"  {item['id']}  (shared words {item['score']:.2f})  {by_id[item['id']].link}\n")
 
 
+def _read_tail(stream, limit: int) -> tuple[str, int]:
+    """The last limit characters of what stream holds, and how many it held: read in pieces, so a
+    piped log never sits in memory whole."""
+    tail, total = "", 0
+    while chunk := stream.read(1 << 16):
+        tail += chunk
+        total += len(chunk)
+        if len(tail) > 2 * limit:
+            tail = tail[-limit:]
+    return tail[-limit:], total
+
+
 def main(text: str, as_json: bool = False, out=None, err=None, stdin=None) -> int:
     out, err = out or sys.stdout, err or sys.stderr
+    whole = True
     if text == "-":
-        text = (stdin or sys.stdin).read()
-    data, status = report(text.strip())
+        text, total = _read_tail(stdin or sys.stdin, catalogue.MAX_TEXT)
+        whole = total == len(text)
+    text = text.strip()
+    data, status = report(text)
     if as_json:
         json.dump(data, out, indent=2, ensure_ascii=False)
         out.write("\n")
     else:
-        _print_text(data, out, err)
+        # The end of a longer text is never taken for a code, however it looks.
+        _print_text(data, out, err, code=text if whole and _IDENTIFIER.match(text) else None)
     return status

@@ -80,7 +80,10 @@ def test_bfloat16_to_numpy_fails_directly_and_convert_shares_it_through_ml_dtype
         assert direct["status"] == "fails" and "Unsupported dtype" in direct["error"]["message"]
         assert result(report, producer, "numpy", "bfloat16", "dlbridge")["status"] == "zero-copy"
         assert "bfloat16" in pair(report, producer, "numpy")["fixed_by_dlbridge"]
-    assert "✓ torch -> numpy bfloat16" in render_text.render(report, color=False)
+    finding = next(f for f in report["summary"]["findings"] if f["catalogue"] == "numpy.import_unsupported_dtype")
+    assert finding["category"] == "fixed" and finding["fix"] == 'dlbridge.convert(x, "numpy")'
+    assert finding["blocks"] == [{"producers": ["torch", "jax", "dlbridge"], "consumers": ["numpy"],
+                                  "case_words": "bfloat16", "cases": ["bfloat16"], "count": 3}]
     # JAX copies unaligned data itself, so either is a success here.
     assert result(report, "torch", "jax", "bfloat16", "dlbridge")["status"] in ("zero-copy", "copy")
 
@@ -114,8 +117,11 @@ def test_costs_are_measured(report):
 def test_renderers(report):
     json.dumps(report)
     plain = render_text.render(report, color=False)
-    assert "\033[" not in plain and "numpy -> torch" in plain and "✓ numpy -> torch negative" in plain
+    assert "\033[" not in plain and "numpy, tvm_ffi, dlbridge -> torch: negative" not in plain
+    assert "[torch.negative_strides_abort] crash, 2 cases: numpy, dlbridge -> torch: negative" in plain
     assert "\033[" in render_text.render(report, color=True)
+    verbose = render_text.render(report, color=False, verbose=True)
+    assert "numpy -> torch negative (direct): crash — SIGABRT" in verbose
     page = render_html.render(report)
     assert page.startswith("<!DOCTYPE html>") and "<style>" in page
     for forbidden in ("<script", "<link", "http://", "https://", "src="):

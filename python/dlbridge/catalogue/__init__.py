@@ -13,10 +13,13 @@ import json
 import pathlib
 import re
 
+from . import linear
+
 # File order is display order: dlbridge's own codes first, then the libraries it bridges.
-LIBRARIES = ("dlbridge", "numpy", "torch", "jax", "tvm_ffi", "cupy", "tensorflow")
+LIBRARIES = ("dlbridge", "numpy", "torch", "jax", "tvm_ffi", "cupy", "tensorflow", "paddle", "mlx", "arrow", "warp")
 LIBRARY_NAMES = {"dlbridge": "dlbridge", "numpy": "NumPy", "torch": "PyTorch", "jax": "JAX", "tvm_ffi": "TVM-FFI",
-                 "cupy": "CuPy", "tensorflow": "TensorFlow"}
+                 "cupy": "CuPy", "tensorflow": "TensorFlow", "paddle": "PaddlePaddle", "mlx": "MLX", "arrow": "PyArrow",
+                 "warp": "Warp"}
 HANDLING_STRATEGIES = ("convert", "copy", "fallback", "fail")
 # Where an entry lives; `Record.link` appends the anchor.
 DOCS_PAGE = "docs/errors.md"
@@ -31,6 +34,9 @@ SCHEMA = {
     "evidence": (dict,),
 }
 EXAMPLE_FIX = {"setup": str, "before": str, "after": str, "runnable": bool}
+# How much text is matched: the last 64 KiB. A traceback ends with its message, and every
+# pattern costs at most linear.MAX_BUDGET steps per character, so a match is bounded too.
+MAX_TEXT = 64 * 1024
 # How a record's message is known: raised by this repository's tests (dlbridge's own,
 # or another library's with the pinned version), or only read from the library's source.
 EVIDENCE_KINDS = ("tested", "reproduced", "source")
@@ -83,6 +89,7 @@ class Record:
         """Whether text is this error. dlbridge's patterns are deliberately loose (wording may
         improve) and its hints name other codes' words, so its records also need the exception
         class in the text, as every traceback shows it (dlbridge.errors.LayoutError: ...)."""
+        text = searched(text)
         if self.library == "dlbridge" and self.exception.rsplit(".", 1)[-1] not in text:
             return False
         return _compiled(self.pattern).search(text) is not None
@@ -93,6 +100,11 @@ class Record:
 
     def as_dict(self) -> dict:
         return dict(self.fields)
+
+
+def searched(text: str) -> str:
+    """The part of text that is matched: all of it, or its last MAX_TEXT characters."""
+    return text[-MAX_TEXT:] if len(text) > MAX_TEXT else text
 
 
 @functools.lru_cache(maxsize=None)
@@ -124,7 +136,9 @@ def by_id() -> dict[str, Record]:
 
 
 def matching(text: str) -> list[Record]:
-    """The records whose pattern matches text: other libraries' first, then dlbridge's own."""
+    """The records whose pattern matches text (its last MAX_TEXT characters): other libraries'
+    first, then dlbridge's own."""
+    text = searched(text)
     found = [r for r in records() if r.matches(text)]
     return [r for r in found if r.library != "dlbridge"] + [r for r in found if r.library == "dlbridge"]
 
@@ -138,7 +152,7 @@ def _words(text: str) -> set[str]:
 
 def closest(text: str, count: int = 3) -> list[tuple[Record, float]]:
     """Records that share the most words with text, best first: suggestions, never matches."""
-    asked = _words(text)
+    asked = _words(searched(text))
     if not asked:
         return []
     scored = []
@@ -197,6 +211,7 @@ def problems(items=None) -> list[str]:
         if not _compiles(f["messagePattern"]):
             found.append(f"{where}: messagePattern does not compile")
             continue
+        found += [f"{where}: messagePattern: {c}" for c in linear.complaints(f["messagePattern"])]
         found += [f"{where}: pattern misses its example {e!r}" for e in f["messageExamples"]
                   if not r.matches(r.sample(e))]
         if f["library"] == "dlbridge":

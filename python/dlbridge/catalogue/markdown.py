@@ -33,9 +33,11 @@ Every entry is one record of the catalogue that ships in the wheel
 
 - **Exception** — the Python class.
 - **Message pattern** — a Python regular expression that matches `str(error)`
-  with `re.search`. dlbridge's patterns name the essential words and leave the
-  details open (`.*`), so wording can improve without breaking callers that match;
-  `dlbridge explain` also needs the class name before it calls a message dlbridge's.
+  with `re.search`. dlbridge's patterns name only the essential words, so wording
+  can improve without breaking callers that match; `dlbridge explain` also needs
+  the class name before it calls a message dlbridge's. Every repeat in a pattern
+  has an upper bound (`\\d{1,20}`, never `\\d+`), so matching costs time linear in
+  the text; `dlbridge explain` reads the last 64 KiB of what it is given.
 - **Trigger scenarios**, **Common situations**, **Solutions** — lists; solutions in order.
 - **Example fix** — the failing call and the fix, as Python.
 - **Handling strategy** — `convert`, `copy`, `fallback` or `fail`; **Try/except pattern**; **Prevention tips**.
@@ -46,10 +48,15 @@ Every entry is one record of the catalogue that ships in the wheel
 FOREIGN_INTRO = """\
 # Other libraries' DLPack errors
 
-The messages that NumPy, PyTorch, JAX and TVM-FFI raise at the DLPack boundary were
-reproduced with the versions pinned in requirements/dev.txt
-(tests/python/test_catalogue_foreign.py raises each one and runs its fix); CuPy's
-and TensorFlow's were read from their sources, which is said in each entry.
+The messages that NumPy, PyTorch, JAX, TVM-FFI, TensorFlow, PaddlePaddle, MLX, PyArrow
+and Warp raise at the DLPack boundary were reproduced with the versions pinned in
+requirements/dev.txt and requirements/libs.txt (tests/python/test_catalogue_foreign.py
+raises each one and runs its fix). CuPy's, and two of TensorFlow's that need a TPU or a
+remote device, were read from their sources, which is said in each entry.
+
+Some failures raise nothing: the process dies, the values come back wrong, or read-only
+data arrives writable. Their entries have no exception; the message is the one
+`dlbridge doctor` reports when it finds them, and their example fix shows the silent call.
 """
 
 
@@ -109,6 +116,12 @@ def _own_entry(record: Record) -> str:
     return "\n\n".join(parts)
 
 
+def _exception(error_class: str) -> str:
+    """`ValueError`, or the words of a failure that raises nothing ("none: the process dies of SIGFPE")."""
+    silent = "no exception: "
+    return f"none: {error_class[len(silent):]}" if error_class.startswith(silent) else f"`{error_class}`"
+
+
 def _foreign_entry(record: Record) -> str:
     f = record.fields
     evidence = f["evidence"]
@@ -117,7 +130,7 @@ def _foreign_entry(record: Record) -> str:
     else:
         seen = f"{LIBRARY_NAMES[record.library]}, read from {evidence['where']}; not run here"
     parts = [f'<a id="{record.anchor}"></a>\n### `{record.id}`',
-             f"**Exception:** `{f['errorClass']}` — {seen}",
+             f"**Exception:** {_exception(f['errorClass'])} — {seen}",
              f"**Message pattern:** `{record.pattern}`",
              "**Message seen:** " + "; ".join(_span(e) for e in f["messageExamples"]),
              *_common_tail(record)]

@@ -1,5 +1,10 @@
 """``dlbridge doctor``: which installed array libraries exchange with which, directly
-and through dlbridge, case by case, and what dlbridge.convert fixes."""
+and through dlbridge, case by case, what dlbridge.convert fixes, and what to do about the rest.
+
+The report (``run``) is JSON-ready; its layout is documented in docs/doctor.md and versioned
+by ``report["schema_version"]``. ``report["summary"]`` (summary.py) holds the verdict, the
+findings grouped by cause and the exit status that ``main`` returns.
+"""
 
 from __future__ import annotations
 
@@ -10,11 +15,17 @@ import time
 
 from .cases import CASES, available
 from .libraries import KNOWN, drives, importable
-from .runner import run_tasks
+from .runner import DEADLINE, run_tasks
+from .summary import SCHEMA_VERSION, summarise
 
 ROUTES = ("direct", "dlbridge")
 SUCCESS = ("zero-copy", "copy", "ok")
-BROKEN = ("fails", "wrong", "crash")
+BROKEN = ("fails", "wrong", "crash", "hangs")
+EXIT_USAGE = 2
+
+
+class UsageError(ValueError):
+    """A bad argument: an unknown library name."""
 
 
 def _dlbridge_state() -> str | None:
@@ -30,10 +41,15 @@ def _dlbridge_state() -> str | None:
 
 
 def plan(names=None, number=50, repeat=5):
-    names = [n for n in (names or KNOWN)]
-    present = [n for n in names if n in KNOWN and importable(n)]
-    missing = {n: ("unknown to doctor" if n not in KNOWN else "not installed") for n in names if n not in present}
-    bridge = _dlbridge_state() if "dlbridge" in present else "not installed"
+    """The libraries to drive and the tasks for them. dlbridge's route is tried whatever the
+    names are: dlbridge is a library of the matrix only when named (or by default)."""
+    names = list(dict.fromkeys(names or KNOWN))
+    unknown = [n for n in names if n not in KNOWN]
+    if unknown:
+        raise UsageError(f"unknown to the doctor: {', '.join(unknown)}; known: {', '.join(KNOWN)}")
+    present = [n for n in names if importable(n)]
+    missing = {n: "not installed" for n in names if n not in present}
+    bridge = _dlbridge_state()
     if bridge is not None and "dlbridge" in present:
         present.remove("dlbridge")
         missing["dlbridge"] = bridge
@@ -83,13 +99,14 @@ def _summarise(results: list) -> dict:
     return {"summary": label, "counts": counts, "readonly": readonly, "failures": failures, "copies": copies}
 
 
-def run(names=None, progress=None, number=50, repeat=5, workers=None) -> dict:
+def run(names=None, progress=None, number=50, repeat=5, deadline=None) -> dict:
     started = time.perf_counter()
     present, driven, missing, bridge, case_names, tasks = plan(names, number, repeat)
-    results = run_tasks(present, tasks, workers=workers, progress=progress)
-    producers = {r["name"]: r for r in results if r.get("kind") is None and "name" in r}
+    results, stalled = run_tasks(present, tasks, progress=progress, deadline=deadline or DEADLINE)
+    missing.update(stalled)
+    producers = {r["name"]: r for t, r in zip(tasks, results) if t["kind"] == "producer" and "name" in r}
     for t, r in zip(tasks, results):
-        if t["kind"] == "producer" and "name" not in r:
+        if t["kind"] == "producer" and "name" not in r and t["producer"] not in missing:
             missing[t["producer"]] = r.get("note") or "could not be loaded"
     cases = [r for t, r in zip(tasks, results) if t["kind"] == "case"]
     probes = {(r["producer"], r["consumer"]): r for t, r in zip(tasks, results) if t["kind"] == "probe"}
@@ -110,19 +127,25 @@ def run(names=None, progress=None, number=50, repeat=5, workers=None) -> dict:
             via = {r["case"]: r["status"] for r in mine if r["route"] == "dlbridge"}
             entry["fixed_by_dlbridge"] = [k for k, s in direct.items() if s in BROKEN and via.get(k) in SUCCESS]
             pairs.append(entry)
-    return {
+    kept = {(p["producer"], p["consumer"]) for p in pairs}
+    report = {
+        "schema_version": SCHEMA_VERSION,
         "tool": "dlbridge doctor",
         "dlbridge": _dlbridge_version(),
         "dlbridge_exchanges": bridge is None,
+        "dlbridge_state": bridge,
         "python": sys.version.split()[0],
         "platform": platform.platform(),
-        "libraries": [producers[n] for n in present if n in producers],
+        "libraries": [producers[n] for n in present if n in producers and n not in missing],
         "missing": missing,
         "cases": case_names,
         "pairs": pairs,
-        "results": cases,
-        "seconds": round(time.perf_counter() - started, 2),
+        "results": [r for r in cases if (r["producer"], r["consumer"]) in kept],
+        "deadline_s": deadline or DEADLINE,
     }
+    report["summary"] = summarise(report)
+    report["seconds"] = round(time.perf_counter() - started, 2)
+    return report
 
 
 def _dlbridge_version():
@@ -137,11 +160,17 @@ def _dlbridge_version():
 def main(args) -> int:
     from . import render_html, render_text
 
-    names = args.libraries.split(",") if getattr(args, "libraries", None) else None
+    names = [n.strip() for n in args.libraries.split(",") if n.strip()] if getattr(args, "libraries", None) else None
     show_progress = sys.stderr.isatty() and not getattr(args, "no_progress", False)
-    report = run(names, progress=render_text.progress_bar(sys.stderr) if show_progress else None)
-    if show_progress:
-        sys.stderr.write("\r\033[K")
+    try:
+        report = run(names, progress=render_text.progress_bar(sys.stderr) if show_progress else None,
+                     deadline=getattr(args, "timeout", None))
+    except UsageError as exc:
+        print(f"dlbridge doctor: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    finally:
+        if show_progress:
+            sys.stderr.write("\r\033[K")
     if args.html:
         with open(args.html, "w", encoding="utf-8") as f:
             f.write(render_html.render(report))
@@ -150,7 +179,8 @@ def main(args) -> int:
         sys.stdout.write("\n")
     else:
         color = {"always": True, "never": False}.get(getattr(args, "color", "auto"), sys.stdout.isatty())
-        sys.stdout.write(render_text.render(report, color=color))
+        sys.stdout.write(render_text.render(report, color=color, verbose=getattr(args, "verbose", False),
+                                            unicode=render_text.can_print_symbols(sys.stdout)))
         if args.html:
             sys.stdout.write(f"\nHTML report written to {args.html}\n")
-    return 0
+    return report["summary"]["exit_status"]

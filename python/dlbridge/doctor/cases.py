@@ -11,6 +11,11 @@ class Case:
     dtype: str
     layout: str
 
+    @property
+    def phrase(self) -> str:
+        """The case in words, as the doctor's messages name it: "float32 data with negative strides"."""
+        return PHRASES[self.layout].format(dtype=self.dtype)
+
     def build(self):
         """A fresh NumPy array with this dtype and layout and distinguishable values."""
         import numpy as np
@@ -49,6 +54,16 @@ LAYOUTS = {
     "0-d": lambda a: a[1, 2, ...].copy(),
     "size-0": lambda a: a[:0],
     "read-only": _read_only,
+}
+
+PHRASES = {
+    "contiguous": "{dtype} data",
+    "transposed": "a transposed {dtype} view",
+    "strided": "a strided {dtype} view (every other column)",
+    "negative": "{dtype} data with negative strides",
+    "0-d": "a 0-d {dtype} tensor",
+    "size-0": "an empty {dtype} tensor",
+    "read-only": "read-only {dtype} data",
 }
 
 DTYPES = ("bool", "int8", "int32", "int64", "uint8", "float16", "float32", "float64",

@@ -8,7 +8,57 @@ import timeit
 from .cases import by_name
 from .libraries import Library, NotApplicable
 
-ZERO_COPY, COPY, OK, FAILS, WRONG, CRASH, NA = "zero-copy", "copy", "ok", "fails", "wrong", "crash", "n/a"
+ZERO_COPY, COPY, OK, FAILS, WRONG, CRASH, HANGS, NA = (
+    "zero-copy", "copy", "ok", "fails", "wrong", "crash", "hangs", "n/a")
+SUCCESS = (ZERO_COPY, COPY, OK)
+BROKEN = (FAILS, WRONG, CRASH, HANGS)
+
+
+def settled(task: dict, status: str, error: dict | None = None, note: str | None = None) -> dict:
+    """The result of a task decided outside run_case (a crash, a hang, a library left out),
+    with the same keys run_case gives a case."""
+    if task.get("kind") != "case":
+        return {**{k: v for k, v in task.items() if k != "isolate"}, "status": status, "error": error, "note": note}
+    return {"producer": task["producer"], "consumer": task["consumer"], "case": task["case"], "route": task["route"],
+            "status": status, "error": error, "readonly": None, "note": note}
+
+
+def call_name(task: dict) -> str:
+    """The call a task makes, as a user would write it: "torch's from_dlpack", "dlbridge.convert(x, 'arrow')"."""
+    if task.get("kind") == "case":
+        if task["route"] == "dlbridge":
+            return f"dlbridge.convert(x, {task['consumer']!r})"
+        return f"{task['consumer']}'s from_dlpack"
+    if task.get("kind") == "probe":
+        return f"the probe of {task['producer']} -> {task['consumer']}"
+    return f"reading {task.get('producer')}'s DLPack answer"
+
+
+def _where(task: dict) -> str:
+    return f" on {by_name(task['case']).phrase}" if task.get("kind") == "case" else ""
+
+
+def crash_error(task: dict, kind: str, detail: str = "") -> dict:
+    """What the doctor reports for a task whose process died: kind is a signal name or an exit status."""
+    verb = "killed the process" if kind.startswith("SIG") or kind.startswith("signal") else "ended the process"
+    message = f"{call_name(task)} {verb} ({kind}){_where(task)}" + (f": {detail}" if detail else "")
+    return {"type": kind, "message": message[:300], "code": None, "hint": None}
+
+
+def hang_error(task: dict, seconds: float) -> dict:
+    return {"type": "Hang", "message": f"{call_name(task)} did not return within {seconds:g} s{_where(task)}",
+            "code": None, "hint": None}
+
+
+def _wrong_error(task: dict, got, expected) -> dict:
+    if got.dtype != expected.dtype:
+        what = f"dtype {got.dtype} instead of {expected.dtype}"
+    elif got.shape != expected.shape:
+        what = f"shape {got.shape} instead of {expected.shape}"
+    else:
+        what = "different values"
+    return {"type": "WrongResult", "message": f"{call_name(task)} returned {what} for {by_name(task['case']).phrase}",
+            "code": None, "hint": None}
 
 
 def error_info(exc: BaseException) -> dict:
@@ -66,8 +116,7 @@ def run_case(libs: dict, producer: str, consumer: str, case_name: str, route: st
         result["note"] = f"values not checked: {type(exc).__name__}"
     if same is False:
         result["status"] = WRONG
-        result["error"] = {"type": "WrongResult", "message": "values, dtype or shape differ from the source",
-                           "code": None, "hint": None}
+        result["error"] = _wrong_error(result | {"kind": "case"}, got, expected)
         return result
     if expected.size == 0:
         result["status"] = OK
@@ -104,6 +153,15 @@ class _Spy:
         return getattr(self._inner, name)
 
 
+def _plain(value):
+    """A keyword argument of __dlpack__ as JSON: tuples as lists, numbers and None as they are."""
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return repr(value)
+
+
 def _capsule_name(capsule) -> str:
     text = repr(capsule)
     return text.split('"')[1] if '"' in text else text
@@ -118,16 +176,16 @@ def probe_pair(libs: dict, producer: str, consumer: str, number: int = 50, repea
     """Versions spoken between the two, and the median cost of one exchange per route."""
     prod, cons = libs[producer], libs[consumer]
     source = prod.make(by_name("float32").build())
-    out = {"producer": producer, "consumer": consumer, "asked": None, "answered": None,
+    out = {"producer": producer, "consumer": consumer, "asked": None, "answered": None, "error": None,
            "cost_us": {"direct": None, "dlbridge": None}}
     spy = _Spy(source)
     try:
         cons.consume(spy)
-        out["asked"] = {k: (list(v) if isinstance(v, tuple) else v) for k, v in (spy.asked or {}).items()}
-        out["answered"] = spy.answered
     except Exception as exc:
-        out["asked"] = spy.asked and {k: repr(v) for k, v in spy.asked.items()}
-        out["answered"] = f"failed: {type(exc).__name__}"
+        out["error"] = error_info(exc)
+    # What the consumer asked for, whether or not the exchange then worked.
+    out["asked"] = None if spy.asked is None else {k: _plain(v) for k, v in spy.asked.items()}
+    out["answered"] = spy.answered
     for route in ("direct", "dlbridge"):
         call = _consumer_call(route, cons)
         try:

@@ -103,10 +103,27 @@ def drives(name: str) -> bool:
     return name == "dlbridge" or _libraries.fact(name, "peer") is not None
 
 
+def import_order(names) -> list[str]:
+    """names, with the installed libraries that must be imported before them (those that crash
+    when imported after one of names: libraries/<name>.py, CRASHES_WHEN_IMPORTED_AFTER), in a
+    safe order."""
+    names = list(names)
+    for other, module in _libraries.LIBRARIES.items():
+        crashes_after = getattr(module, "CRASHES_WHEN_IMPORTED_AFTER", ())
+        if other not in names and any(n in crashes_after for n in names) and _libraries.installed(other):
+            names.append(other)
+    return sorted(names, key=lambda n: KNOWN.index(n) if n in KNOWN else len(KNOWN))
+
+
+def module_name(name: str) -> str:
+    """What to import for the library (dlbridge's own name for it may differ: arrow is pyarrow)."""
+    return "dlbridge" if name == "dlbridge" else _libraries.fact(name, "MODULE", name)
+
+
 def discover(names=None) -> tuple[dict[str, Library], dict[str, str]]:
     """(libraries loaded, {name: why not} for the known ones that are absent or broken)."""
     loaded, missing = {}, {}
-    for name in sorted(names or KNOWN, key=lambda n: KNOWN.index(n) if n in KNOWN else len(KNOWN)):
+    for name in import_order(names or KNOWN):
         if name not in KNOWN:
             missing[name] = "unknown to doctor"
             continue

@@ -166,7 +166,11 @@ def peer() -> Peer:
 
     def consume(x):
         # Arrow has one importer per kind of array; the shape says which the user would call.
-        if len(x.shape) == 1:
+        # Arrow's own arrays have no .shape: a FixedShapeTensorArray is n-d, any other 1-d.
+        shape = getattr(x, "shape", None)
+        if shape is None:
+            shape = (0, 0) if isinstance(x, pa.FixedShapeTensorArray) else (0,)
+        if len(shape) == 1:
             return pa.Array.from_dlpack(x)
         return pa.FixedShapeTensorArray.from_dlpack(x)
 
