@@ -89,7 +89,10 @@ def load(name: str) -> Library:
     if name == "dlbridge":
         return _dlbridge()
     module = _libraries.import_library(name, order_others=True)
+    # The top package's version, or the imported module's where only it has one (mlx.core).
     version = _version(importlib.import_module(_libraries.fact(name, "MODULE", name).split(".")[0]))
+    if version == "?":
+        version = _version(module)
     peer = _libraries.fact(name, "peer")
     if peer is None:  # installed, not driven yet: listed so the report shows it is there
         return Library(name, _version(module), None, None, None, None, lambda x: None)

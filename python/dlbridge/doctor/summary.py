@@ -22,7 +22,7 @@ import re
 from .exchange import BROKEN, CRASH, FAILS, HANGS, NA, SUCCESS, WRONG, call_name
 
 # The version of the report's JSON layout (docs/doctor.md); bumped when a field changes meaning.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 CATEGORIES = ("dlbridge-broken", "dlbridge-refuses", "fixed", "impossible", "not-tried")
 # dlbridge's refusals that one copy cures. The doctor calls convert with copy=None, which allows

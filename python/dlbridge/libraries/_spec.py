@@ -109,7 +109,12 @@ def strided_layout(a) -> bool:
 
 
 def exported_pointer(x) -> int:
-    """Where the library's own export says the data is, for libraries with no pointer accessor."""
+    """Where the library's own export says the data is, for libraries with no pointer accessor
+    (a versioned capsule where it makes one: Arrow refuses legacy requests)."""
     from .._core import inspect_capsule
 
-    return inspect_capsule(x.__dlpack__())["data"]
+    try:
+        capsule = x.__dlpack__(max_version=(1, 3))
+    except TypeError:
+        capsule = x.__dlpack__()
+    return inspect_capsule(capsule)["data"]
