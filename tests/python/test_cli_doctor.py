@@ -20,7 +20,7 @@ def test_plain_table_json_and_html(tmp_path):
     html = page.read_text()
     assert 'id="verdict"' in html and "http" not in html
     assert {lib["name"] for lib in report["libraries"]} == {"numpy", "dlbridge"}
-    assert report["schema_version"] == 2
+    assert report["schema_version"] == 3
 
 
 def test_the_dlbridge_route_is_tried_whatever_the_libraries(tmp_path):

@@ -33,7 +33,8 @@ def module_level_imports(path: pathlib.Path, name: str, known: set[str]) -> set[
                 anchor = package.split(".")
                 anchor = anchor[: len(anchor) - (node.level - 1)]
                 base = ".".join(anchor + ([base] if base else []))
-            targets = [base] + [f"{base}.{alias.name}" for alias in node.names]
+            # `from pkg import sub` needs the submodule; `from pkg import name` the package itself.
+            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names]
         for target in targets:
             if target in known and target != "dlbridge" and target != name:
                 found.add(target)
