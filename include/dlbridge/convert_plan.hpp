@@ -103,7 +103,7 @@ class DTypeSet {
 };
 
 // What one consumer library accepts, as measured against its pinned
-// version (python/dlbridge/libraries/<name>.py states each field for
+// version (each module of python/dlbridge/libraries/ states every field for
 // Python's targets). An empty list means "any".
 struct ConvertTarget {
   std::string name;                      // in messages: "torch"
