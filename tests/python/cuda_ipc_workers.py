@@ -89,3 +89,14 @@ def produce(queue, late: bool) -> None:
     queue.put(pickle.dumps(s))
     if late:
         queue.put(pickle.dumps(s))
+
+
+def load_fields(*fields):
+    """Loads a (possibly forged) CUDA pickle's fields: what came of it."""
+    from dlbridge._pickle import rebuild_cuda_tensor
+
+    try:
+        t = rebuild_cuda_tensor(*fields)
+    except dlbridge.DLPackError as e:
+        return type(e).__name__, e.code, str(e)
+    return "loaded", t.nbytes, t.device.__str__()
