@@ -199,27 +199,24 @@ inline std::string new_segment_name() {
 }
 
 // Serialises changes of the program shares (and the tracker calls that go
-// with them) between processes. A holder that died, or a lock word that is
-// no pid at all, is taken over; a live holder is waited for two seconds at
-// most, after which the change goes ahead unlocked: a program's cleanup
-// record may then be wrong, which is better than a hang.
+// with them) between processes. A holder that died, a lock word that is no
+// pid at all, or this process's own pid while no thread of it holds a header
+// lock (a forged or stale word) is taken over; a live holder is waited for
+// one second at most, after which the change goes ahead unlocked: a
+// program's cleanup record may then be wrong, which is better than a hang.
 class HeaderLock {
  public:
   explicit HeaderLock(SegmentHeader* header) noexcept
       : word_(&header->lock), me_(uint64_t(::getpid())) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
     for (int round = 0;; ++round) {
       uint64_t owner = 0;
       if (__atomic_compare_exchange_n(word_, &owner, me_, false, __ATOMIC_ACQ_REL,
-                                      __ATOMIC_ACQUIRE)) {
+                                      __ATOMIC_ACQUIRE) ||
+          (abandoned(owner) && __atomic_compare_exchange_n(word_, &owner, me_, false,
+                                                           __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))) {
         held_ = true;
-        return;
-      }
-      const bool abandoned = owner > uint64_t(INT_MAX) ||
-                             (owner != me_ && ::kill(pid_t(owner), 0) != 0 && errno == ESRCH);
-      if (abandoned && __atomic_compare_exchange_n(word_, &owner, me_, false, __ATOMIC_ACQ_REL,
-                                                   __ATOMIC_ACQUIRE)) {
-        held_ = true;
+        held_here().fetch_add(1);
         return;
       }
       if (std::chrono::steady_clock::now() >= deadline) return;
@@ -227,14 +224,33 @@ class HeaderLock {
     }
   }
   ~HeaderLock() {
+    if (!held_) return;
+    held_here().fetch_sub(1);
     uint64_t mine = me_;
-    if (held_)
-      __atomic_compare_exchange_n(word_, &mine, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    __atomic_compare_exchange_n(word_, &mine, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
   }
   HeaderLock(const HeaderLock&) = delete;
   HeaderLock& operator=(const HeaderLock&) = delete;
 
  private:
+  // Header locks held by the threads of this process (a forked child starts
+  // with its parent's count of a thread it does not have: it is reset there).
+  static std::atomic<int>& held_here() {
+    static std::atomic<int> count{0};
+    static pid_t counted_for = ::getpid();
+    if (counted_for != ::getpid()) {
+      count = 0;
+      counted_for = ::getpid();
+    }
+    return count;
+  }
+
+  bool abandoned(uint64_t owner) const noexcept {
+    if (owner > uint64_t(INT_MAX) || owner == 0) return owner != 0;
+    if (owner == me_) return held_here().load() == 0;
+    return ::kill(pid_t(owner), 0) != 0 && errno == ESRCH;
+  }
+
   uint64_t* word_;
   uint64_t me_;
   bool held_ = false;
