@@ -205,6 +205,7 @@ def honest_tensor():
 # -- Forged pickles, shared-memory segments and CUDA records --------------------
 
 _made_segments = []  # names of segments this program made: removed after it
+_made_tensors = []   # the tensors made with them, same order
 
 
 class Forged:
@@ -225,7 +226,7 @@ def reconstructor(kind):
 
 def shared_tensor(nbytes=64, fill=b""):
     """A live shared tensor of uint8, its first bytes set; its name is removed
-    after the program."""
+    after the program (segment_name(t) gives it, as it was made)."""
     import numpy as np
 
     import dlbridge
@@ -234,7 +235,12 @@ def shared_tensor(nbytes=64, fill=b""):
     t = dlbridge.empty((nbytes,), "uint8", shared=True)
     np.from_dlpack(t)[: len(fill)] = np.frombuffer(bytes(fill), np.uint8)
     _made_segments.append(_shared_memory_info(t)[0])
+    _made_tensors.append(t)
     return t
+
+
+def segment_name(t):
+    return _made_segments[[id(x) for x in _made_tensors].index(id(t))]
 
 
 def name_and_ticket(t):
@@ -248,15 +254,13 @@ HEADER_WORDS = {"magic": 0, "data_bytes": 8, "references": 16, "next_ticket": 24
                 "last_program_count": 40 + 15 * 24 + 8, "tickets": 424, "last_tickets": 424 + 255 * 8}
 
 
-def forge_header(t, word, value):
-    """Rewrites one 8-byte word of t's segment header, as any process may."""
+def forge_header(name, word, value):
+    """Rewrites one 8-byte word of a segment's header, as any process may."""
     import mmap
     import struct
 
-    from dlbridge._core import _shared_memory_info
-
     offset = HEADER_WORDS[word]
-    with open("/dev/shm" + _shared_memory_info(t)[0], "r+b") as f, mmap.mmap(f.fileno(), 4096) as page:
+    with open("/dev/shm" + name, "r+b") as f, mmap.mmap(f.fileno(), 4096) as page:
         page[offset:offset + 8] = struct.pack("<Q", value % 2**64)
 
 
@@ -312,6 +316,7 @@ def remove_made_segments():
         except OSError:
             pass
     _made_segments.clear()
+    _made_tensors.clear()
 
 
 def _allowed(exc):
@@ -365,10 +370,12 @@ def _touch(result):
                 raise Violation(f"using the result: {why}") from exc
 
 
-def check(call, coded=False):
+def check(call, coded=False, most_bytes=None):
     """Runs one entry-point call under the rule; raises Violation if broken.
     coded: the stricter rule of pickle loading (docs/distributed.md), where
-    every refusal is a DLPackError and no TypeError or ValueError is allowed."""
+    every refusal is a DLPackError and no TypeError or ValueError is allowed.
+    most_bytes: the memory behind what the call may return; a tensor that
+    spans more was built on a lie."""
     try:
         result = call()
     except BaseException as exc:  # noqa: BLE001 (the rule decides)
@@ -379,6 +386,8 @@ def check(call, coded=False):
         if coded and not isinstance(exc, (dlbridge.DLPackError, Boom, Interrupt)):
             raise Violation(f"an uncoded refusal: {type(exc).__name__}: {exc}") from exc
         return
+    if most_bytes is not None and getattr(result, "nbytes", 0) > most_bytes:
+        raise Violation(f"a tensor of {result.nbytes} bytes over {most_bytes} bytes of memory")
     _touch(result)
 
 
@@ -746,15 +755,16 @@ if __name__ != "__main__":
         "check(lambda: t.share_memory())",
         "check(lambda: dlbridge.from_dlpack(np.from_dlpack(t)[::2]))",
         "check(lambda: t.copy())",
-        "del t\ngc.collect()\nt = shared_tensor()",
+        "del t\ngc.collect()\nt = shared_tensor()\nname = segment_name(t)",
     ]
 
     @given(writes=st.lists(header_writes, min_size=1, max_size=3),
            uses=st.lists(st.sampled_from(SEGMENT_USES), min_size=1, max_size=3))
     @fuzz_settings
     def test_shared_memory_headers_rewritten_by_another_process(worker, writes, uses):
-        program = "import gc, pickle\nt = shared_tensor()\nloaded = pickle.loads(pickle.dumps(t))\n"
-        program += "".join(f"forge_header(t, {word!r}, {value})\n" for word, value in writes)
+        program = ("import gc, pickle\nt = shared_tensor()\nname = segment_name(t)\n"
+                   "loaded = pickle.loads(pickle.dumps(t))\n")
+        program += "".join(f"forge_header(name, {word!r}, {value})\n" for word, value in writes)
         program += "".join(use + "\n" for use in uses)
         program += "del t, loaded\ngc.collect()\n"
         expect_clean(worker, program)
@@ -803,12 +813,16 @@ if __name__ != "__main__":
                      "event.slot": (108, 4), "event.serial": (112, 8)}
     RECORD_VALUES = ["0", "1", "-1", "64", "65", "64 << 20", "2**31 - 1", "2**63", "exporter", "os.getpid()",
                      "dead_pid()", "4096", "255"]
+    # A size claimed larger than the allocation, drawn as often as all the other lies together.
+    record_patches = st.one_of(st.tuples(st.sampled_from(sorted(RECORD_FIELDS)), st.sampled_from(RECORD_VALUES)),
+                               st.tuples(st.sampled_from(["bytes", "handle.bytes"]),
+                                         st.sampled_from(["65", "4096", "64 << 20"])))
     RECORD_LAYOUTS = ["(1, (2, 32, 1), (16,), (1,), 0, 0)", "(1, (2, 32, 1), (16 << 20,), (1,), 0, 0)",
+                      "(1, (2, 32, 1), (16 << 20,), (1,), 0, 0)", "(1, (2, 32, 1), (1024,), (1,), 0, 0)",
                       "(1, (2, 32, 1), (17,), (1,), 0, 0)", "(1, (2, 32, 1), (4,), (1,), 60, 0)",
                       "(1, (2, 32, 1), (16,), (-1,), 60, 0)", "(1, (1, 8, 1), (0,), (1,), 64, 0)"]
 
-    @given(patches=st.lists(st.tuples(st.sampled_from(sorted(RECORD_FIELDS)), st.sampled_from(RECORD_VALUES)),
-                            max_size=3),
+    @given(patches=st.lists(record_patches, max_size=3),
            layout=st.sampled_from(RECORD_LAYOUTS), load_twice=st.booleans())
     @fuzz_settings
     def test_cuda_ipc_records_on_the_simulator(simulated_cuda_worker, patches, layout, load_twice):
@@ -818,7 +832,8 @@ if __name__ != "__main__":
             program += f"patch(record, {offset}, {width}, {value})\n"
         program += ("t = shared_tensor(152, record)\n"
                     "for _ in range(2 if %r else 1):\n"
-                    "    check(lambda: reconstructor('cuda_tensor')(*name_and_ticket(t), %s), coded=True)\n"
+                    "    check(lambda: reconstructor('cuda_tensor')(*name_and_ticket(t), %s), coded=True,"
+                    " most_bytes=64)\n"
                     % (load_twice, layout))
         expect_clean(simulated_cuda_worker, program)
 
