@@ -43,7 +43,7 @@ uint64_t issue_tracked_ticket(SharedSegment& segment);
 // Held around every change of a segment's counts in this process: the
 // tracker calls made under a segment's header lock may release the GIL, and
 // another thread must then wait here, without the GIL, rather than spin on
-// the header lock with it. Waits without the GIL when it holds it.
+// the header lock with it. Taken with the GIL held (it waits without it).
 class ProcessSharesLock {
  public:
   ProcessSharesLock();

@@ -37,15 +37,13 @@ bool python_usable() noexcept { return Py_IsInitialized() && !python_is_finalizi
 template <typename Body>
 void with_gil(Body&& body) noexcept {
   if (!python_usable()) return;
-  const bool had_gil = PyGILState_Check() != 0;
-  PyGILState_STATE state{};
-  if (!had_gil) state = ensure_gil();
+  const PyGILState_STATE state = ensure_gil();  // nests when this thread holds it already
   PyObject *type, *value, *traceback;
   PyErr_Fetch(&type, &value, &traceback);
   calling_python(body);
   PyErr_Clear();
   PyErr_Restore(type, value, traceback);
-  if (!had_gil) PyGILState_Release(state);
+  PyGILState_Release(state);
 }
 
 // multiprocessing.resource_tracker.<function>(name, "shared_memory"),
@@ -181,7 +179,7 @@ struct SegmentOwner {
 
 ProcessSharesLock::ProcessSharesLock() {
   if (mutex().try_lock()) return;
-  if (python_usable() && PyGILState_Check()) {
+  if (python_usable()) {
     GilReleased unlocked;
     mutex().lock();
   } else {
