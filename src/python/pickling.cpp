@@ -169,9 +169,17 @@ nb::object rebuild_tensor(nb::args fields) {
   const bool writability_unknown = field_flag(fields, 3, "writability_unknown");
   auto received = std::make_shared<ReceivedBuffer>();
   if (PyObject_GetBuffer(fields[0].ptr(), &received->buffer, PyBUF_RECORDS_RO) != 0) {
+    // Whatever the payload's exporter raised (a released memoryview's
+    // ValueError, a TypeError, a BufferError) says the same: no buffer.
+    // KeyboardInterrupt and SystemExit are no answer about the payload.
     nb::python_error refused;
-    if (!refused.matches(PyExc_TypeError) && !refused.matches(PyExc_BufferError)) throw refused;
-    bad_field("its payload is not a buffer.");
+    if (!refused.matches(PyExc_Exception)) throw refused;
+    std::string kind;
+    try {
+      kind = " (" + nb::cast<std::string>(refused.type().attr("__name__")) + ")";
+    } catch (...) {
+    }
+    bad_field("its payload is not a buffer" + kind + ".");
   }
   received->exported = true;
   const Py_buffer& b = received->buffer;

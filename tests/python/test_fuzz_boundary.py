@@ -347,9 +347,13 @@ def _touch(result):
     uses = []
     if isinstance(result, dlbridge.Tensor):
         uses = [repr, lambda t: (t.shape, t.strides, t.dtype, t.device, t.readonly, t.nbytes),
-                memoryview, lambda t: t.__array_interface__, np.asarray,
-                lambda t: t.copy(), lambda t: t.copy_unpacked(), lambda t: t.__dlpack__(),
+                lambda t: t.__array_interface__, lambda t: t.__dlpack__(),
                 lambda t: t.__dlpack__(max_version=(1, 3))]
+        # Uses that read every byte, on tensors small enough for that: a
+        # drawn dlbridge.empty(2**31) is 8 GiB, and copying it four times
+        # over took the worker past its deadline on a 23 GB machine.
+        if result.nbytes <= 1 << 28:
+            uses += [memoryview, np.asarray, lambda t: t.copy(), lambda t: t.copy_unpacked()]
     elif type(result).__name__ == "PyCapsule":
         uses = [dlbridge.inspect_capsule, dlbridge.from_dlpack]
     elif isinstance(result, bytes):  # a pickle: loading it, and what it gives, keep the same rule
