@@ -399,6 +399,9 @@ def test_a_rewritten_header_size_changes_nothing_this_process_maps(run_python, s
 # --- the fork start method ------------------------------------------------------
 
 
+# The suite imported JAX, whose threads make Python warn at every fork; the
+# child here runs only NumPy and dlbridge.
+@pytest.mark.filterwarnings("ignore:os.fork\\(\\) was called:RuntimeWarning")
 def test_a_forked_child_sends_an_inherited_shared_tensor_on():
     fork = multiprocessing.get_context("fork")
     t = dlbridge.empty((4,), "float64", shared=True)
@@ -419,6 +422,9 @@ def test_a_forked_child_sends_an_inherited_shared_tensor_on():
     assert not exists(name), "the forked child's ticket was redeemed; no reference is left"
 
 
+# The suite imported JAX, whose threads make Python warn at every fork; the
+# child here runs only NumPy and dlbridge.
+@pytest.mark.filterwarnings("ignore:os.fork\\(\\) was called:RuntimeWarning")
 def test_a_forked_child_cannot_send_a_name_every_holder_let_go():
     fork = multiprocessing.get_context("fork")
     t = dlbridge.empty((4,), "float64", shared=True)
