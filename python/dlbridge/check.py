@@ -104,6 +104,26 @@ def _flag_text(info: dict) -> str:
     return f"flags {info['flags']:#x}"
 
 
+def _text_of(exc: BaseException) -> str:
+    """str(exc), or what can be said of it when its own __str__ fails: a producer's exception is
+    producer code too, and check reports it rather than dying of it."""
+    try:
+        return str(exc)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as inner:  # noqa: BLE001 (SystemExit from a __str__ included)
+        return f"<str() of this {type(exc).__name__} raised {type(inner).__name__}>"
+
+
+def _code_of(exc: BaseException) -> str | None:
+    """A dlbridge error's code; None for anything else (SystemExit's .code is an exit status)."""
+    try:
+        code = getattr(exc, "code", None)
+    except Exception:  # noqa: BLE001 (a property of a producer's exception)
+        return None
+    return code if isinstance(code, str) else None
+
+
 def _rss() -> int:
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
@@ -375,9 +395,12 @@ def evaluate(rules: list, call: Callable) -> list[dict]:
             status, evidence = NA, str(exc)
         except ToolMissing as exc:
             status, evidence = ERROR, str(exc)
-        except Exception as exc:
-            status, evidence = FAIL, f"raised {type(exc).__name__}: {str(exc)[:160]}"
-            catalogue = identify(str(exc), type(exc).__name__, getattr(exc, "code", None))
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # noqa: BLE001 (a producer's SystemExit is its failure, not check's end)
+            text = _text_of(exc)
+            status, evidence = FAIL, f"raised {type(exc).__name__}: {text[:160]}"
+            catalogue = identify(text, type(exc).__name__, _code_of(exc))
         results.append({"rule": ident, "text": text, "status": status, "evidence": evidence, "catalogue": catalogue})
     return results
 
@@ -409,8 +432,11 @@ def main(target: str, as_json: bool = False) -> int:
     warnings.simplefilter("ignore")
     try:
         producer = load_target(target)
-    except (ImportError, AttributeError, ValueError) as exc:
-        print(f"dlbridge check: cannot load {target!r}: {exc}", file=sys.stderr)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 (importing the target runs its code: SystemExit too)
+        print(f"dlbridge check: cannot load {target!r}: {type(exc).__name__}: {_text_of(exc)}",
+              file=sys.stderr)
         return 2
     results = run(producer)
     if as_json:

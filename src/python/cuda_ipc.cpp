@@ -5,6 +5,9 @@
 // handle names a cudaMalloc base, and nothing else lives there) and writes a
 // record of it into a small POSIX shared-memory segment: the 64-byte memory
 // handle, an interprocess event's handle, the device, the size and its pid.
+// The size is the exporter's claim: a receiver sizes the memory by what its
+// runtime reports for the opened allocation, and refuses a record that
+// claims more.
 // A pickle carries only that segment's name, a ticket and the layout, as a
 // host share does (shared_memory.cpp), so the segment's reference count is
 // also the count of processes that may still use the device memory.
@@ -38,6 +41,7 @@
 #include <dlbridge/backend/cuda_ipc.hpp>
 #include <dlbridge/backend/transfer.hpp>
 
+#include "gil.hpp"
 #include "pickling.hpp"
 
 namespace dlbridge::python {
@@ -51,7 +55,7 @@ namespace cuda = backend::cuda;
 struct ShareRecord {
   static constexpr uint64_t magic_value = 0x3143504955434c44ull;  // "DLCUIPC1"
   uint64_t magic;  // written last
-  int64_t bytes;   // of the allocation
+  int64_t bytes;   // of the allocation, as the exporter claims it
   int32_t device;
   int32_t pid;  // the exporter
   cuda::ipc_mem_handle memory;
@@ -255,11 +259,11 @@ nb::object share_device_memory(nb::handle self) {
   options.flags = 0;
   ManagedTensor copy;
   {
-    nb::gil_scoped_release unlocked;
+    GilReleased unlocked;
     copy = copy_to_device(v, v.device(), options);
   }
-  const uint64_t flags = copy.view().flags() | (v.readonly() ? DLBRIDGE_FLAG_READ_ONLY : 0);
-  return wrap_tensor(export_tensor(std::move(copy), flags));
+  const uint64_t flags = copy.view().flags();
+  return wrap_tensor(with_state_of(t, export_tensor(std::move(copy), flags)));
 }
 
 Tensor empty_shared_device(const std::vector<int64_t>& shape, DType dtype, Device device) {
@@ -288,13 +292,12 @@ std::optional<DeviceShareTicket> device_share_ticket(const TensorView& v) {
   DeviceShareTicket out{segment->name(), 0, buffer_layout_of(v, ByteExtent{})};
   out.layout.byte_offset =
       int64_t(reinterpret_cast<uintptr_t>(v.data()) - reinterpret_cast<uintptr_t>(base));
-  out.ticket = segment->issue_ticket();
+  out.ticket = issue_tracked_ticket(*segment);
   return out;
 }
 
 Tensor open_device_share(const std::string& name, uint64_t ticket, const BufferLayout& layout) {
-  prepare_process();
-  std::shared_ptr<SharedSegment> segment = SharedSegment::open(name, ticket);
+  std::shared_ptr<SharedSegment> segment = open_tracked_segment(name, ticket);
   // Held before anything is checked, so that a refusal gives it back.
   std::shared_ptr<void> reference = hold_segment(segment);
   const auto* shared = static_cast<const ShareRecord*>(segment->data());
@@ -329,13 +332,28 @@ Tensor open_device_share(const std::string& name, uint64_t ticket, const BufferL
   if (!available.available) fail_unavailable_device(device, available.reason);
   auto import = std::make_shared<DeviceImport>();
   import->device = device;
-  import->bytes = record.bytes;
   import->segment = segment;
   import->base = ipc::open_memory(device.id, record.memory);
   import->reference = std::move(reference);
   remember(&Shares::imports, import);
+  // The opened allocation's extent, from the runtime: the record's size is
+  // only what the exporter (or a forger) says.
+  const ipc::AllocationRange range = ipc::allocation_range(device.id, import->base);
+  const auto opened = reinterpret_cast<uintptr_t>(import->base);
+  const auto first = reinterpret_cast<uintptr_t>(range.base);
+  if (opened < first || opened - first > range.bytes || range.bytes - (opened - first) > size_t(INT64_MAX))
+    detail::fail(ErrorCode::device_unavailable,
+                 "The CUDA runtime placed the opened memory outside the allocation it reports.",
+                 "Check the device with nvidia-smi.");
+  import->bytes = int64_t(range.bytes - (opened - first));
+  if (record.bytes > import->bytes)
+    detail::fail(ErrorCode::invalid_tensor,
+                 "Invalid pickled CUDA tensor: shared memory " + name + " claims an allocation of " +
+                     std::to_string(record.bytes) + " bytes; the CUDA runtime reports " +
+                     std::to_string(import->bytes) + ".",
+                 "The data was damaged or forged in transit; pickle the tensor again.");
   ipc::wait_for_event(device.id, record.event);
-  const TensorView view = view_in_buffer(import->base, record.bytes, layout, device);
+  const TensorView view = view_in_buffer(import->base, import->bytes, layout, device);
   return tensor_from_managed(
       ManagedTensor::adopt(make_versioned(view, std::move(import), view.flags())));
 }
@@ -354,7 +372,7 @@ void release_device_shares() {
     waiting.push_back(e->segment);
   }
   if (waiting.empty()) return;
-  nb::gil_scoped_release unlocked;
+  GilReleased unlocked;
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::duration<double>(exit_wait_seconds());
   size_t open = 0;

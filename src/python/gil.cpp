@@ -10,13 +10,9 @@
 
 namespace dlbridge::python {
 
-namespace {
-
-[[noreturn]] void park_forever() noexcept {
+void park_thread() noexcept {
   for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
 }
-
-}  // namespace
 
 #if defined(__GLIBCXX__)
 // The forced unwind may be caught, but the handler must not end without
@@ -25,7 +21,7 @@ void restore_thread(PyThreadState* state) noexcept {
   try {
     PyEval_RestoreThread(state);
   } catch (abi::__forced_unwind&) {
-    park_forever();
+    park_thread();
   }
 }
 
@@ -33,7 +29,7 @@ PyGILState_STATE ensure_gil() noexcept {
   try {
     return PyGILState_Ensure();
   } catch (abi::__forced_unwind&) {
-    park_forever();
+    park_thread();
   }
 }
 #else

@@ -9,9 +9,20 @@
 // helpers catch that unwind where the GIL is requested and park the thread
 // for good instead; it holds no GIL and no lock then, and dies with the
 // process, as Python 3.14 does with such threads itself.
+//
+// The same unwind can start inside any Python code the extension calls
+// (os.write retaking the GIL, or the eval loop handing it over between two
+// bytecodes): calling_python parks the thread there too, before the unwind
+// reaches nanobind's catch (...) or a noexcept caller.
 #pragma once
 
 #include <Python.h>
+
+#include <utility>
+
+#if defined(__GLIBCXX__)
+#include <cxxabi.h>
+#endif
 
 namespace dlbridge::python {
 
@@ -19,6 +30,24 @@ namespace dlbridge::python {
 void restore_thread(PyThreadState* state) noexcept;
 // PyGILState_Ensure(), or never returns during interpreter exit.
 PyGILState_STATE ensure_gil() noexcept;
+// Sleeps for good: what a thread that interpreter exit ended does instead
+// of unwinding.
+[[noreturn]] void park_thread() noexcept;
+
+// body() (which runs Python code), or never returns when interpreter exit
+// ends the thread inside it. Its exceptions propagate.
+template <typename Body>
+decltype(auto) calling_python(Body&& body) {
+#if defined(__GLIBCXX__)
+  try {
+    return std::forward<Body>(body)();
+  } catch (::abi::__forced_unwind&) {
+    park_thread();
+  }
+#else
+  return std::forward<Body>(body)();
+#endif
+}
 
 // Releases the GIL for the lifetime of the object (large copies run without
 // it); the destructor takes it back through restore_thread.

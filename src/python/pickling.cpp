@@ -11,6 +11,7 @@
 // buffer's length (view_in_buffer): a pickle may come from anywhere.
 #include <nanobind/stl/string.h>
 
+#include "gil.hpp"
 #include "pickling.hpp"
 
 #include <cstring>
@@ -56,6 +57,37 @@ nb::tuple layout_to_python(const BufferLayout& layout) {
 [[noreturn]] void bad_layout(const std::string& what) {
   detail::fail(ErrorCode::invalid_tensor, "Invalid pickled tensor layout: " + what,
                "The data was damaged or forged in transit; pickle the tensor again.");
+}
+
+[[noreturn]] void bad_field(const std::string& what) {
+  detail::fail(ErrorCode::invalid_tensor, "Invalid pickled tensor: " + what,
+               "The data was damaged or forged in transit; pickle the tensor again.");
+}
+
+// The fields of a reconstructor's call, as pickle passes them: between
+// `least` and `most` positional values.
+void check_field_count(const nb::args& fields, size_t least, size_t most, const char* what) {
+  if (fields.size() < least || fields.size() > most)
+    bad_field(std::string(what) + " takes " + std::to_string(least) + " to " +
+              std::to_string(most) + " fields, not " + std::to_string(fields.size()) + ".");
+}
+
+// A flag of the pickle: True or False itself, nothing that merely converts.
+bool field_flag(const nb::args& fields, size_t index, const char* what) {
+  if (index >= fields.size()) return false;
+  PyObject* value = fields[index].ptr();
+  if (value == Py_True) return true;
+  if (value == Py_False) return false;
+  bad_field(std::string(what) + " is not True or False.");
+}
+
+std::string field_name(nb::handle value) {
+  if (!PyUnicode_Check(value.ptr())) bad_field("the shared-memory name is not a str.");
+  try {
+    return utf8_of(value);
+  } catch (const nb::python_error&) {
+    bad_field("the shared-memory name is not valid text.");
+  }
 }
 
 int64_t layout_int(nb::handle value, const char* what, int64_t low, int64_t high) {
@@ -109,7 +141,7 @@ struct ReceivedBuffer {
 
   ~ReceivedBuffer() {
     if (!exported || !Py_IsInitialized() || python_is_finalizing()) return;
-    PyGILState_STATE state = PyGILState_Ensure();
+    PyGILState_STATE state = ensure_gil();
     PyBuffer_Release(&buffer);
     PyGILState_Release(state);
   }
@@ -123,15 +155,32 @@ uint64_t needed_alignment(DType t) {
   return alignment;
 }
 
-// _core._rebuild_tensor(buffer, layout, private_bytes=False), which every
-// buffer pickle reaches through dlbridge._pickle. private_bytes marks bytes made for
-// this pickle alone (protocol < 5) of a writable tensor: they arrive as an
-// immutable bytes object, and the tensor gets a writable copy of them.
-nb::object rebuild_tensor(nb::handle payload, nb::handle layout_value, bool private_bytes) {
-  BufferLayout layout = layout_from_python(layout_value);
+// _core._rebuild_tensor(buffer, layout, private_bytes=False,
+// writability_unknown=False), which every buffer pickle reaches through
+// dlbridge._pickle. private_bytes marks bytes made for this pickle alone
+// (protocol < 5 of a writable tensor, or any pickle of a tensor whose
+// writability is unknown): when they arrive read-only (pickle's immutable
+// bytes), the tensor gets a writable copy of them. writability_unknown: the
+// tensor came from a legacy capsule, and may leave as one again.
+nb::object rebuild_tensor(nb::args fields) {
+  check_field_count(fields, 2, 4, "a pickled tensor");
+  BufferLayout layout = layout_from_python(fields[1]);
+  const bool private_bytes = field_flag(fields, 2, "private_bytes");
+  const bool writability_unknown = field_flag(fields, 3, "writability_unknown");
   auto received = std::make_shared<ReceivedBuffer>();
-  if (PyObject_GetBuffer(payload.ptr(), &received->buffer, PyBUF_RECORDS_RO) != 0)
-    throw nb::python_error();
+  if (PyObject_GetBuffer(fields[0].ptr(), &received->buffer, PyBUF_RECORDS_RO) != 0) {
+    // Whatever the payload's exporter raised (a released memoryview's
+    // ValueError, a TypeError, a BufferError) says the same: no buffer.
+    // KeyboardInterrupt and SystemExit are no answer about the payload.
+    nb::python_error refused;
+    if (!refused.matches(PyExc_Exception)) throw refused;
+    std::string kind;
+    try {
+      kind = " (" + nb::cast<std::string>(refused.type().attr("__name__")) + ")";
+    } catch (...) {
+    }
+    bad_field("its payload is not a buffer" + kind + ".");
+  }
   received->exported = true;
   const Py_buffer& b = received->buffer;
   if (!PyBuffer_IsContiguous(&b, 'C'))
@@ -140,41 +189,76 @@ nb::object rebuild_tensor(nb::handle payload, nb::handle layout_value, bool priv
   TensorView view = view_in_buffer(b.buf, int64_t(b.len), layout);
   const bool aligned =
       reinterpret_cast<uintptr_t>(view.data()) % needed_alignment(view.dtype()) == 0;
-  if ((private_bytes && buffer_readonly && !view.readonly()) || !aligned) {
+  // Writable memory is what a tensor of unknown writability needs: a legacy
+  // export of it claims nothing about the memory.
+  const bool needs_writable = !view.readonly() || writability_unknown;
+  const bool copied = (private_bytes && buffer_readonly && needs_writable) || !aligned;
+  Tensor out;
+  if (copied) {
     // The bytes as they are, with the same layout, in memory of our own.
     std::shared_ptr<void> copy = detail::allocate_host(int64_t(b.len));
     std::memcpy(copy.get(), b.buf, size_t(b.len));
     view = view_in_buffer(copy.get(), int64_t(b.len), layout);
-    return wrap_tensor(tensor_from_managed(
-        ManagedTensor::adopt(make_versioned(view, std::move(copy), layout.flags))));
+    out = tensor_from_managed(
+        ManagedTensor::adopt(make_versioned(view, std::move(copy), layout.flags)));
+  } else {
+    const uint64_t flags = layout.flags | (buffer_readonly ? DLBRIDGE_FLAG_READ_ONLY : 0);
+    out = tensor_from_managed(
+        ManagedTensor::adopt(make_versioned(view.with_flags(flags), std::move(received), flags)));
   }
-  const uint64_t flags = layout.flags | (buffer_readonly ? DLBRIDGE_FLAG_READ_ONLY : 0);
-  return wrap_tensor(tensor_from_managed(
-      ManagedTensor::adopt(make_versioned(view.with_flags(flags), std::move(received), flags))));
+  // Memory that arrived read-only and was not copied is read-only for sure.
+  if (writability_unknown && out.view().readonly() && (copied || !buffer_readonly))
+    out.set_writability_unknown();
+  return wrap_tensor(std::move(out));
 }
 
-nb::object rebuild_shared_tensor(const std::string& name, nb::handle ticket, nb::handle layout) {
-  const uint64_t number = uint64_t(layout_int(ticket, "the ticket", 0, INT64_MAX));
-  BufferLayout parsed;
+// (name, ticket, layout[, writability_unknown]) of a shared pickle, checked;
+// a damaged layout gives the ticket back before it is refused.
+struct SharedFields {
+  std::string name;
+  uint64_t ticket = 0;
+  BufferLayout layout;
+  bool writability_unknown = false;
+};
+
+SharedFields shared_fields(const nb::args& fields, const char* what) {
+  check_field_count(fields, 3, 4, what);
+  SharedFields out;
+  out.name = field_name(fields[0]);
+  out.ticket = uint64_t(layout_int(fields[1], "the ticket", 0, INT64_MAX));
   try {
-    parsed = layout_from_python(layout);
+    out.layout = layout_from_python(fields[2]);
+    out.writability_unknown = field_flag(fields, 3, "writability_unknown");
   } catch (...) {
-    return_shared_ticket(name, number);
+    return_shared_ticket(out.name, out.ticket);
     throw;
   }
-  return wrap_tensor(open_shared_tensor(name, number, parsed));
+  return out;
 }
 
-nb::object rebuild_cuda_tensor(const std::string& name, nb::handle ticket, nb::handle layout) {
-  const uint64_t number = uint64_t(layout_int(ticket, "the ticket", 0, INT64_MAX));
-  BufferLayout parsed;
-  try {
-    parsed = layout_from_python(layout);
-  } catch (...) {
-    return_shared_ticket(name, number);  // the record's segment carries the ticket
-    throw;
-  }
-  return wrap_tensor(open_device_share(name, number, parsed));
+nb::object wrap_with_state(Tensor t, bool writability_unknown) {
+  if (writability_unknown && t.view().readonly()) t.set_writability_unknown();
+  return wrap_tensor(std::move(t));
+}
+
+nb::object rebuild_shared_tensor(nb::args fields) {
+  SharedFields f = shared_fields(fields, "a pickled shared tensor");
+  return wrap_with_state(open_shared_tensor(f.name, f.ticket, f.layout), f.writability_unknown);
+}
+
+nb::object rebuild_cuda_tensor(nb::args fields) {
+  SharedFields f = shared_fields(fields, "a pickled CUDA tensor");
+  return wrap_with_state(open_device_share(f.name, f.ticket, f.layout), f.writability_unknown);
+}
+
+// The arguments of a reconstructor call: the fields, then the tensor's
+// "writability unknown" state when it has it (absent otherwise, so that
+// other pickles keep the form older releases read).
+nb::tuple reconstructor_args(std::initializer_list<nb::object> fields, const Tensor& t) {
+  nb::list out;
+  for (const nb::object& field : fields) out.append(field);
+  if (t.writability_unknown()) out.append(true);
+  return nb::tuple(out);
 }
 
 nb::object reduce_ex(nb::handle self, int protocol) {
@@ -182,10 +266,12 @@ nb::object reduce_ex(nb::handle self, int protocol) {
   const TensorView& v = t.view();
   // Pickle names a reconstructor by module and name, which a function of
   // the extension lacks: dlbridge._pickle forwards to the ones below.
+  nb::module_ reconstructors = nb::module_::import_("dlbridge._pickle");
   if (std::optional<DeviceShareTicket> share = device_share_ticket(v))
-    return nb::make_tuple(nb::module_::import_("dlbridge._pickle").attr("rebuild_cuda_tensor"),
-                          nb::make_tuple(share->name, share->ticket,
-                                         layout_to_python(share->layout)));
+    return nb::make_tuple(reconstructors.attr("rebuild_cuda_tensor"),
+                          reconstructor_args({nb::cast(share->name), nb::cast(share->ticket),
+                                              layout_to_python(share->layout)},
+                                             t));
   if (!is_host_accessible(v.device().type))
     detail::fail(ErrorCode::device_unavailable,
                  "A tensor on " + to_string(v.device()) +
@@ -195,14 +281,15 @@ nb::object reduce_ex(nb::handle self, int protocol) {
                      ? "Share it with processes on this machine (pickle t.share_memory()), or copy "
                        "it to the host: pickle.dumps(t.copy(device='cpu'))."
                      : "Copy it to the host first: pickle.dumps(t.copy(device='cpu')).");
-  nb::module_ reconstructors = nb::module_::import_("dlbridge._pickle");
   if (std::shared_ptr<SharedSegment> segment = find_shared_segment(v)) {
     BufferLayout layout = buffer_layout_of(v, ByteExtent{});
     layout.byte_offset = int64_t(reinterpret_cast<uintptr_t>(v.data()) -
                                  reinterpret_cast<uintptr_t>(segment->data()));
-    const uint64_t ticket = segment->issue_ticket();
+    const uint64_t ticket = issue_tracked_ticket(*segment);
     return nb::make_tuple(reconstructors.attr("rebuild_shared_tensor"),
-                          nb::make_tuple(segment->name(), ticket, layout_to_python(layout)));
+                          reconstructor_args({nb::cast(segment->name()), nb::cast(ticket),
+                                              layout_to_python(layout)},
+                                             t));
   }
   TensorBytes bytes;
   BufferLayout layout;
@@ -214,7 +301,7 @@ nb::object reduce_ex(nb::handle self, int protocol) {
   } else {
     ManagedTensor compact;
     {
-      nb::gil_scoped_release unlocked;
+      GilReleased unlocked;
       compact = copy_to_compact(v.with_device(Device{}));
     }
     bytes.owner = tensor_from_managed(std::move(compact));
@@ -224,27 +311,30 @@ nb::object reduce_ex(nb::handle self, int protocol) {
     layout.flags = v.flags() & buffer_layout_flags;
   }
   bytes.readonly = v.readonly();
+  // Bytes the receiver may have to copy into memory it can write: a
+  // writable tensor's below protocol 5 (they arrive as immutable bytes), and
+  // any pickle's of a tensor whose writability is unknown.
+  const bool private_bytes = t.writability_unknown() || (protocol < 5 && !bytes.readonly);
   nb::object rebuild = reconstructors.attr("rebuild_tensor");
+  nb::object payload;
   if (protocol >= 5) {
     nb::object exporter = nb::cast(std::move(bytes));
-    nb::object buffer = nb::steal(py::pickle_buffer(exporter.ptr()));
-    if (!buffer.is_valid()) throw nb::python_error();
-    return nb::make_tuple(rebuild, nb::make_tuple(buffer, layout_to_python(layout)));
+    payload = nb::steal(py::pickle_buffer(exporter.ptr()));
+  } else {
+    payload = nb::steal(
+        PyBytes_FromStringAndSize(static_cast<const char*>(bytes.data), Py_ssize_t(bytes.bytes)));
   }
-  nb::object copy = nb::steal(
-      PyBytes_FromStringAndSize(static_cast<const char*>(bytes.data), Py_ssize_t(bytes.bytes)));
-  if (!copy.is_valid()) throw nb::python_error();
-  return nb::make_tuple(rebuild,
-                        nb::make_tuple(copy, layout_to_python(layout), !bytes.readonly));
+  if (!payload.is_valid()) throw nb::python_error();
+  if (!private_bytes) return nb::make_tuple(rebuild, nb::make_tuple(payload, layout_to_python(layout)));
+  return nb::make_tuple(rebuild, reconstructor_args({payload, layout_to_python(layout),
+                                                     nb::bool_(true)},
+                                                    t));
 }
 
-// copy.deepcopy: new memory with the same values, shape, dtype and flags
+// copy.deepcopy: new memory with the same values, shape, dtype and state
 // (compact strides, as copy() gives).
 nb::object deep_copy(const Tensor& t) {
-  Tensor out = copy_tensor(t, t.view().device());
-  if (t.view().readonly())
-    out = Tensor(out.storage(), out.view().with_flags(out.view().flags() | DLBRIDGE_FLAG_READ_ONLY));
-  return wrap_tensor(std::move(out));
+  return wrap_tensor(with_state_of(t, copy_tensor(t, t.view().device())));
 }
 
 }  // namespace
@@ -252,15 +342,21 @@ nb::object deep_copy(const Tensor& t) {
 void bind_pickling(nb::module_& m) {
   nb::class_<TensorBytes>(m, "_TensorBytes", nb::type_slots(tensor_bytes_slots),
                           "The bytes of a dlbridge.Tensor as a flat buffer, for pickle.PickleBuffer.");
-  m.def("_rebuild_tensor", &rebuild_tensor, nb::arg("buffer"), nb::arg("layout"),
-        nb::arg("private_bytes") = false,
-        "Rebuilds a pickled dlbridge.Tensor over its buffer (used by pickle).");
-  m.def("_rebuild_shared_tensor", &rebuild_shared_tensor, nb::arg("name"), nb::arg("ticket"),
-        nb::arg("layout"),
-        "Rebuilds a pickled shared-memory dlbridge.Tensor (used by pickle).");
-  m.def("_rebuild_cuda_tensor", &rebuild_cuda_tensor, nb::arg("name"), nb::arg("ticket"),
-        nb::arg("layout"),
-        "Rebuilds a pickled CUDA dlbridge.Tensor shared through CUDA IPC (used by pickle).");
+  // The fields arrive as pickle passes them, positionally, and each is
+  // checked here: a forged pickle gets InvalidTensorError, not a binding's
+  // signature.
+  m.def("_rebuild_tensor", &rebuild_tensor,
+        nb::sig("def _rebuild_tensor(*fields: object) -> Tensor"),
+        "Rebuilds a pickled dlbridge.Tensor over its buffer: (buffer, layout[, private_bytes[, "
+        "writability_unknown]]) (used by pickle).");
+  m.def("_rebuild_shared_tensor", &rebuild_shared_tensor,
+        nb::sig("def _rebuild_shared_tensor(*fields: object) -> Tensor"),
+        "Rebuilds a pickled shared-memory dlbridge.Tensor: (name, ticket, layout[, "
+        "writability_unknown]) (used by pickle).");
+  m.def("_rebuild_cuda_tensor", &rebuild_cuda_tensor,
+        nb::sig("def _rebuild_cuda_tensor(*fields: object) -> Tensor"),
+        "Rebuilds a pickled CUDA dlbridge.Tensor shared through CUDA IPC: (name, ticket, "
+        "layout[, writability_unknown]) (used by pickle).");
   auto cls = nb::borrow<nb::class_<Tensor>>(nb::handle(reinterpret_cast<PyObject*>(tensor_type())));
   cls.def("__reduce_ex__", &reduce_ex, nb::arg("protocol"),
           nb::sig("def __reduce_ex__(self, protocol: int) -> tuple[object, tuple[object, ...]]"),

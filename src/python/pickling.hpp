@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,8 +34,29 @@ Tensor open_shared_tensor(const std::string& name, uint64_t ticket, const Buffer
 void return_shared_ticket(const std::string& name, uint64_t ticket) noexcept;
 // Registers the exit-time release of shared memory in this process (once).
 void prepare_process();
-// A new segment registered with multiprocessing's resource tracker.
+// A new segment, held for this program in its resource tracker.
 std::shared_ptr<SharedSegment> create_tracked_segment(int64_t bytes);
+// SharedSegment::open for this program (the tracker told), and a ticket of a
+// segment this process maps.
+std::shared_ptr<SharedSegment> open_tracked_segment(const std::string& name, uint64_t ticket);
+uint64_t issue_tracked_ticket(SharedSegment& segment);
+// Held around every change of a segment's counts in this process: the
+// tracker calls made under a segment's header lock may release the GIL, and
+// another thread must then wait here, without the GIL, rather than spin on
+// the header lock with it. Taken with the GIL held (it waits without it).
+class ProcessSharesLock {
+ public:
+  ProcessSharesLock();
+  ~ProcessSharesLock();
+  ProcessSharesLock(const ProcessSharesLock&) = delete;
+  ProcessSharesLock& operator=(const ProcessSharesLock&) = delete;
+
+ private:
+  static std::recursive_mutex& mutex();
+};
+// A copy of source (new memory) given source's state: READ_ONLY when source
+// is read-only, and "writability unknown" when source's is.
+Tensor with_state_of(const Tensor& source, Tensor copy);
 // Holds one reference of this process to a segment: released (and the
 // tracker told, when that unlinked the name) when the holder dies.
 std::shared_ptr<void> hold_segment(std::shared_ptr<SharedSegment> segment);

@@ -4,85 +4,218 @@
 //   a multiprocessing finaliser that runs last (after Queue feeder threads
 //   have pickled what they still hold, and in multiprocessing's children,
 //   which leave through os._exit and skip atexit);
-// - the creator registers the name with multiprocessing's resource tracker,
-//   which unlinks it if the program ends with references that were never
-//   given back (a killed process, a pickle never loaded); whoever unlinks
-//   it normally unregisters it again when it shares that tracker.
+// - a program's cleanup service is multiprocessing's resource tracker: every
+//   process of one program shares it, so the tracker's pipe names the
+//   program. The core tells it when the program starts and stops holding a
+//   segment; the tracker removes, when its program ends, only names the
+//   program still held (a killed process's, a pickle never loaded).
 #include <nanobind/stl/string.h>
 
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <climits>
+#include <mutex>
+#include <set>
 #include <string>
 
+#include "gil.hpp"
 #include "pickling.hpp"
 
 namespace dlbridge::python {
 
 namespace {
 
-// (st_dev, st_ino) of this process's resource-tracker pipe: the same in
-// every process of one multiprocessing program, so it names the tracker.
-// Starts the tracker when start is true; (0, 0) when there is none.
-std::pair<uint64_t, uint64_t> tracker_tag(bool start) {
-  nb::module_ tracker = nb::module_::import_("multiprocessing.resource_tracker");
-  int fd = -1;
-  if (start) {
-    fd = nb::cast<int>(tracker.attr("getfd")());
-  } else {
-    // Asking getfd() would start a tracker in a process that has none.
-    nb::object fd_object = nb::getattr(tracker.attr("_resource_tracker"), "_fd", nb::none());
-    if (fd_object.is_none()) return {0, 0};
-    fd = nb::cast<int>(fd_object);
-  }
-  struct stat info {};
-  if (::fstat(fd, &info) != 0) return {0, 0};
-  return {uint64_t(info.st_dev), uint64_t(info.st_ino)};
+bool python_usable() noexcept { return Py_IsInitialized() && !python_is_finalizing(); }
+
+// Runs body with the GIL, from any thread; nothing once the interpreter is
+// finalizing. body runs Python code, so interpreter exit may end the thread
+// inside it: it holds raw references only (no destructor of ours touches
+// Python on the way out) and the thread parks in calling_python. Python
+// errors are cleared: a tracker call that fails costs only the cleanup
+// record.
+template <typename Body>
+void with_gil(Body&& body) noexcept {
+  if (!python_usable()) return;
+  const PyGILState_STATE state = ensure_gil();  // nests when this thread holds it already
+  PyObject *type, *value, *traceback;
+  PyErr_Fetch(&type, &value, &traceback);
+  calling_python(body);
+  PyErr_Clear();
+  PyErr_Restore(type, value, traceback);
+  PyGILState_Release(state);
 }
 
-void forget_unlinked(const SharedSegment& segment) {
-  const auto tag = segment.cleanup_tag();
-  if (tag.first == 0 && tag.second == 0) return;
-  if (tracker_tag(false) != tag) return;  // another program's tracker: it cannot be told
-  nb::module_::import_("multiprocessing.resource_tracker")
-      .attr("unregister")(segment.name(), "shared_memory");
+// multiprocessing.resource_tracker.<function>(name, "shared_memory"),
+// with raw references: true when it returned. Call inside with_gil. Not
+// noexcept, as neither is tracker_key: the unwind of a thread that exit ends
+// in the call must reach calling_python, and a noexcept frame on its way
+// would end the process instead.
+bool tell_tracker(const char* function, const std::string& name) {
+  PyObject* tracker = PyImport_ImportModule("multiprocessing.resource_tracker");
+  if (tracker == nullptr) return false;
+  PyObject* result = PyObject_CallMethod(tracker, function, "ss", name.c_str(), "shared_memory");
+  Py_DECREF(tracker);
+  Py_XDECREF(result);
+  return result != nullptr;
+}
+
+// The program's key: (st_dev, st_ino) of this process's resource-tracker
+// pipe, the same in every process of one multiprocessing program; 0 when
+// there is none. Starts the tracker when the process has none. Call inside
+// with_gil.
+uint64_t tracker_key() {
+  PyObject* tracker = PyImport_ImportModule("multiprocessing.resource_tracker");
+  if (tracker == nullptr) return 0;
+  PyObject* fd_object = PyObject_CallMethod(tracker, "getfd", nullptr);
+  Py_DECREF(tracker);
+  if (fd_object == nullptr) return 0;
+  const long fd = PyLong_Check(fd_object) ? PyLong_AsLong(fd_object) : -1;
+  Py_DECREF(fd_object);
+  struct stat info {};
+  if (fd < 0 || fd > INT_MAX || ::fstat(int(fd), &info) != 0) return 0;
+  const uint64_t key = uint64_t(info.st_dev) * 0x9e3779b97f4a7c15ull ^ uint64_t(info.st_ino);
+  return key != 0 ? key : 1;
+}
+
+class PythonTracker final : public ProgramTracker {
+ public:
+  // The lock is never held across a Python call: the call may release the
+  // GIL, and a thread that holds the GIL and waits for the lock would then
+  // never let the first one finish.
+  uint64_t program() noexcept override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (key_pid_ == ::getpid()) return key_;
+    }
+    uint64_t key = 0;
+    with_gil([&] { key = tracker_key(); });
+    if (key == 0) return 0;  // no tracker (yet): asked again next time
+    std::lock_guard<std::mutex> lock(mutex_);
+    key_ = key;
+    key_pid_ = ::getpid();
+    return key_;
+  }
+
+  bool hold(const std::string& name) noexcept override {
+    bool held = false;
+    with_gil([&] { held = tell_tracker("register", name); });
+    return held;
+  }
+
+  void let_go(const std::string& name) noexcept override {
+    with_gil([&] { tell_tracker("unregister", name); });
+  }
+
+  void settle_later(const std::string& name) noexcept override {
+    try {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (pending_pid_ != ::getpid()) {  // a forked child: the parent's list is the parent's
+        pending_.clear();
+        pending_pid_ = ::getpid();
+      }
+      pending_.insert(name);
+    } catch (...) {
+      // Out of memory: the tracker may then warn about this name at exit.
+    }
+  }
+
+  // The names to settle again, taken out of the list.
+  std::set<std::string> take_pending() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (pending_pid_ != ::getpid()) return {};
+    return std::move(pending_);
+  }
+
+  size_t pending_count() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return pending_pid_ == ::getpid() ? pending_.size() : 0;
+  }
+
+ private:
+  std::mutex mutex_;
+  pid_t key_pid_ = 0;
+  uint64_t key_ = 0;
+  pid_t pending_pid_ = 0;
+  std::set<std::string> pending_;
+};
+
+PythonTracker& tracker() {
+  static auto* t = new PythonTracker;  // never destroyed: segments use it at exit
+  return *t;
+}
+
+// Settles every pending name now; keeps none (a name still held by this
+// program comes back with its holder's next release).
+void settle_pending() {
+  ProcessSharesLock locked;
+  for (const std::string& name : tracker().take_pending()) SharedSegment::settle(name, tracker());
 }
 
 // Releases this process's reference to a segment when the last tensor over
-// it dies, and tells the tracker when that unlinked the name.
+// it dies.
 struct SegmentOwner {
   std::shared_ptr<SharedSegment> segment;
 
   ~SegmentOwner() {
     if (!segment->holds_reference()) return;
-    if (!Py_IsInitialized() || python_is_finalizing()) {
-      segment->release();
+    if (!python_usable()) {
+      segment->release();  // the tracker is not told: it cannot be, now
       return;
     }
-    PyGILState_STATE state = PyGILState_Ensure();
-    PyObject *type, *value, *traceback;
-    PyErr_Fetch(&type, &value, &traceback);
-    try {
-      if (segment->release()) forget_unlinked(*segment);
-    } catch (...) {
-      PyErr_Clear();  // the name is unlinked; only the tracker's note is left behind
+    PyGILState_STATE state = ensure_gil();
+    {
+      ProcessSharesLock locked;
+      segment->release();
     }
-    PyErr_Restore(type, value, traceback);
+    // A long-lived process that passes many names on settles them as it
+    // goes, not all at exit.
+    if (tracker().pending_count() > 1024) settle_pending();
     PyGILState_Release(state);
   }
 };
 
 }  // namespace
 
+ProcessSharesLock::ProcessSharesLock() {
+  if (mutex().try_lock()) return;
+  if (python_usable()) {
+    GilReleased unlocked;
+    mutex().lock();
+  } else {
+    mutex().lock();
+  }
+}
+
+ProcessSharesLock::~ProcessSharesLock() { mutex().unlock(); }
+
+std::recursive_mutex& ProcessSharesLock::mutex() {
+  static auto* m = new std::recursive_mutex;  // never destroyed: used at exit
+  return *m;
+}
+
 // Registers the exit-time release once per process (a forked child
 // inherits the flag but not the finaliser, so the pid is what counts).
 void prepare_process() {
   static pid_t prepared_for = 0;
   if (prepared_for == ::getpid()) return;
-  nb::module_ core = nb::module_::import_("dlbridge._core");
-  nb::module_::import_("multiprocessing.util")
-      .attr("Finalize")(nb::none(), core.attr("_release_shared_memory"),
-                        nb::arg("exitpriority") = -100);
+  // multiprocessing.util.Finalize(None, _core._release_shared_memory,
+  // exitpriority=-100), with raw references (see with_gil).
+  const bool done = calling_python([] {
+    PyObject* core = PyImport_ImportModule("dlbridge._core");
+    PyObject* util = PyImport_ImportModule("multiprocessing.util");
+    PyObject* release = core ? PyObject_GetAttrString(core, "_release_shared_memory") : nullptr;
+    PyObject* finalize = util ? PyObject_GetAttrString(util, "Finalize") : nullptr;
+    PyObject* args = release ? PyTuple_Pack(2, Py_None, release) : nullptr;
+    PyObject* priority = PyLong_FromLong(-100);
+    PyObject* keywords = priority ? PyDict_New() : nullptr;
+    const bool ready = args && finalize && keywords &&
+                       PyDict_SetItemString(keywords, "exitpriority", priority) == 0;
+    PyObject* result = ready ? PyObject_Call(finalize, args, keywords) : nullptr;
+    for (PyObject* o : {core, util, release, finalize, args, priority, keywords, result}) Py_XDECREF(o);
+    return result != nullptr;
+  });
+  if (!done) throw nb::python_error();
   prepared_for = ::getpid();
 }
 
@@ -94,22 +227,27 @@ std::shared_ptr<void> hold_segment(std::shared_ptr<SharedSegment> segment) {
 
 std::shared_ptr<SharedSegment> create_tracked_segment(int64_t bytes) {
   prepare_process();
-  std::shared_ptr<SharedSegment> segment = SharedSegment::create(bytes);
-  const auto tag = tracker_tag(true);
-  nb::module_::import_("multiprocessing.resource_tracker")
-      .attr("register")(segment->name(), "shared_memory");
-  segment->set_cleanup_tag(tag.first, tag.second);
-  return segment;
+  return SharedSegment::create(bytes, &tracker());
+}
+
+std::shared_ptr<SharedSegment> open_tracked_segment(const std::string& name, uint64_t ticket) {
+  prepare_process();
+  ProcessSharesLock locked;
+  return SharedSegment::open(name, ticket, &tracker());
+}
+
+uint64_t issue_tracked_ticket(SharedSegment& segment) {
+  prepare_process();  // a forked child that sends on must also settle at its exit
+  ProcessSharesLock locked;
+  return segment.issue_ticket();
 }
 
 namespace {
 
 Tensor tensor_in_segment(std::shared_ptr<SharedSegment> segment, const TensorView& view) {
   SharedSegmentRegistry::instance().add(segment);
-  auto owner = std::make_shared<SegmentOwner>();
-  owner->segment = std::move(segment);
-  return tensor_from_managed(
-      ManagedTensor::adopt(make_versioned(view, std::move(owner), view.flags())));
+  return tensor_from_managed(ManagedTensor::adopt(
+      make_versioned(view, hold_segment(std::move(segment)), view.flags())));
 }
 
 // A new compact host tensor in a new segment, zero-filled; flags as given.
@@ -154,22 +292,32 @@ nb::object share_memory(nb::handle self) {
   Tensor out = allocate_shared(v.dtype(), std::vector<int64_t>(v.shape(), v.shape() + v.ndim()),
                                padded);
   {
-    nb::gil_scoped_release unlocked;
+    GilReleased unlocked;
     copy_into(v.with_device(Device{}), out.view());
   }
-  if (v.readonly())
-    out = Tensor(out.storage(), out.view().with_flags(out.view().flags() | DLBRIDGE_FLAG_READ_ONLY));
-  return wrap_tensor(std::move(out));
+  return wrap_tensor(with_state_of(t, std::move(out)));
 }
 
-// At exit: every reference this process still holds goes back.
+// At exit: every reference this process still holds goes back, then the
+// names it passed on are settled.
 void release_shared_memory() {
   release_device_shares();
-  for (const auto& segment : SharedSegmentRegistry::instance().release_all())
-    forget_unlinked(*segment);
+  {
+    ProcessSharesLock locked;
+    SharedSegmentRegistry::instance().release_all();
+  }
+  settle_pending();
 }
 
 }  // namespace
+
+Tensor with_state_of(const Tensor& source, Tensor copy) {
+  if (!source.view().readonly()) return copy;
+  const TensorView& v = copy.view();
+  Tensor out(copy.storage(), v.with_flags(v.flags() | DLBRIDGE_FLAG_READ_ONLY));
+  if (source.writability_unknown()) out.set_writability_unknown();
+  return out;
+}
 
 std::shared_ptr<SharedSegment> find_shared_segment(const TensorView& v) {
   const ByteExtent extent = v.extent();
@@ -188,12 +336,10 @@ Tensor empty_shared(const std::vector<int64_t>& shape, DType dtype, Device devic
 }
 
 Tensor open_shared_tensor(const std::string& name, uint64_t ticket, const BufferLayout& layout) {
-  prepare_process();
-  std::shared_ptr<SharedSegment> segment = SharedSegment::open(name, ticket);
+  std::shared_ptr<SharedSegment> segment = open_tracked_segment(name, ticket);
   // Owned before the layout is checked, so that a refused layout gives the
   // ticket's reference back.
-  auto owner = std::make_shared<SegmentOwner>();
-  owner->segment = segment;
+  std::shared_ptr<void> owner = hold_segment(segment);
   TensorView view = view_in_buffer(segment->data(), segment->data_bytes(), layout);
   SharedSegmentRegistry::instance().add(segment);
   return tensor_from_managed(
@@ -202,8 +348,10 @@ Tensor open_shared_tensor(const std::string& name, uint64_t ticket, const Buffer
 
 void return_shared_ticket(const std::string& name, uint64_t ticket) noexcept {
   try {
-    // Mapping redeems the ticket; the mapping's own reference goes when it closes.
-    SharedSegment::open(name, ticket);
+    // Mapping redeems the ticket; the mapping's own reference goes at once.
+    std::shared_ptr<SharedSegment> segment = open_tracked_segment(name, ticket);
+    ProcessSharesLock locked;
+    segment->release();
   } catch (...) {
     // A name or ticket that cannot be opened holds no reference to give back.
   }
@@ -231,10 +379,11 @@ void bind_shared_memory(nb::module_& m) {
           std::shared_ptr<SharedSegment> segment = find_shared_segment(t.view());
           if (!segment) segment = device_share_segment(t.view());
           if (!segment) return nb::none();
-          return nb::make_tuple(segment->name(), segment->references());
+          return nb::make_tuple(segment->name(), segment->references(),
+                                segment->program_references());
         },
-        "(segment name, reference count) of a shared tensor (for CUDA memory: of the segment "
-        "that counts its openers), else None; for tests.");
+        "(segment name, reference count, this program's share of it) of a shared tensor (for "
+        "CUDA memory: of the segment that counts its openers), else None; for tests.");
 }
 
 }  // namespace dlbridge::python

@@ -7,11 +7,15 @@
 
 #include <dlbridge/shared_memory.hpp>
 
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
+#include <map>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -133,6 +137,214 @@ TEST(SharedSegmentRegistry, FindsTheSegmentHoldingARangeAndReleasesAll) {
   ASSERT_EQ(unlinked.size(), 1u);
   EXPECT_FALSE(name_exists(name));
   EXPECT_FALSE(segment->holds_reference());
+}
+
+// Another process's view of a segment's header, to rewrite it as any process
+// of this user may.
+struct HeaderWriter {
+  explicit HeaderWriter(const std::string& name) {
+    const int fd = ::shm_open(name.c_str(), O_RDWR, 0);
+    page = static_cast<dlbridge::detail::SegmentHeader*>(
+        ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+    ::close(fd);
+  }
+  ~HeaderWriter() { ::munmap(page, 4096); }
+  dlbridge::detail::SegmentHeader* page;
+};
+
+// Runs body in a forked child; the child's exit status (a signal shows as
+// 128 + its number).
+template <typename Body>
+int in_child(Body body) {
+  const pid_t child = ::fork();
+  if (child == 0) {
+    body();
+    ::_exit(0);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+TEST(SharedSegment, ARewrittenHeaderSizeChangesNothingThisMappingUsesOrUnmaps) {
+  // The teardown once unmapped header + data_bytes as the header said at
+  // that moment: 2**40 bytes, this process's libraries with them.
+  for (int64_t forged : {int64_t(1) << 40, int64_t(-1), int64_t(0)}) {
+    EXPECT_EQ(in_child([&] {
+                auto segment = SharedSegment::create(64);
+                HeaderWriter(segment->name()).page->data_bytes = forged;
+                if (segment->data_bytes() != 64) ::_exit(2);
+                if (segment->contains(static_cast<char*>(segment->data()) + 64, 1)) ::_exit(3);
+                segment.reset();
+                std::string still_mapped = "the process's own code and heap";
+                if (still_mapped.size() < 5) ::_exit(4);
+              }),
+              0)
+        << forged;
+  }
+}
+
+TEST(SharedSegment, AForkedChildIssuesATicketForItsInheritedMapping) {
+  auto segment = SharedSegment::create(16);
+  std::memcpy(segment->data(), "parent", 7);
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe(pipe_fds), 0);
+  EXPECT_EQ(in_child([&] {
+              uint64_t ticket = segment->issue_ticket();  // no reference of its own: only a ticket
+              if (::write(pipe_fds[1], &ticket, sizeof ticket) != ssize_t(sizeof ticket)) ::_exit(2);
+            }),
+            0);
+  uint64_t ticket = 0;
+  ASSERT_EQ(::read(pipe_fds[0], &ticket, sizeof ticket), ssize_t(sizeof ticket));
+  ::close(pipe_fds[0]);
+  ::close(pipe_fds[1]);
+  EXPECT_EQ(segment->references(), 2);
+  auto received = SharedSegment::open(segment->name(), ticket);
+  EXPECT_STREQ(static_cast<const char*>(received->data()), "parent");
+  EXPECT_EQ(received->references(), 2);
+  const std::string name = segment->name();
+  segment.reset();
+  received.reset();
+  EXPECT_FALSE(name_exists(name));
+}
+
+TEST(SharedSegment, NoTicketRevivesANameEveryHolderLetGo) {
+  auto segment = SharedSegment::create(16);
+  int ready[2], done[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  ASSERT_EQ(::pipe(done), 0);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    char go = 0;
+    if (::read(ready[0], &go, 1) != 1) ::_exit(2);
+    auto e = error_of([&] { segment->issue_ticket(); });
+    ::_exit(e && e->code() == ErrorCode::device_unavailable ? 0 : 3);
+  }
+  const std::string name = segment->name();
+  segment.reset();  // the only holder lets go: the child's inherited mapping is no holder
+  EXPECT_FALSE(name_exists(name));
+  ASSERT_EQ(::write(ready[1], "x", 1), 1);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  for (int fd : {ready[0], ready[1], done[0], done[1]}) ::close(fd);
+}
+
+TEST(SharedSegment, ALockWordOfADeadProcessOrNoPidOrAStaleOwnPidIsTakenOver) {
+  auto segment = SharedSegment::create(16);
+  const pid_t dead = ::fork();
+  if (dead == 0) ::_exit(0);
+  ::waitpid(dead, nullptr, 0);
+  // This process's own pid while none of its threads holds a header lock is
+  // a forged or stale word too.
+  for (uint64_t word : {uint64_t(dead), uint64_t(1) << 40, uint64_t(::getpid())}) {
+    HeaderWriter(segment->name()).page->lock = word;
+    const auto start = std::chrono::steady_clock::now();
+    auto received = SharedSegment::open(segment->name(), segment->issue_ticket());
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(500)) << word;
+    EXPECT_EQ(received->references(), 2);
+  }
+}
+
+TEST(SharedSegment, ALiveLockHolderIsWaitedForABoundedTime) {
+  auto segment = SharedSegment::create(16);
+  HeaderWriter(segment->name()).page->lock = uint64_t(::getppid());  // alive, and never lets go
+  const auto start = std::chrono::steady_clock::now();
+  const uint64_t ticket = segment->issue_ticket();
+  const auto waited = std::chrono::steady_clock::now() - start;
+  EXPECT_GE(waited, std::chrono::milliseconds(900));
+  EXPECT_LT(waited, std::chrono::seconds(10));
+  HeaderWriter(segment->name()).page->lock = 0;
+  SharedSegment::open(segment->name(), ticket);
+}
+
+TEST(SharedSegment, AFullMappingTableIsNamedAsTheLimit) {
+  const auto full = dlbridge::detail::map_failure_text(ENOMEM, 65530, 65530);
+  EXPECT_EQ(full.code, ErrorCode::device_unavailable);
+  EXPECT_NE(full.why.find("65530 memory mappings, the most that vm.max_map_count (65530)"),
+            std::string::npos);
+  EXPECT_NE(full.hint.find("sysctl -w vm.max_map_count="), std::string::npos);
+  const auto memory = dlbridge::detail::map_failure_text(ENOMEM, 120, 65530);
+  EXPECT_EQ(memory.code, ErrorCode::out_of_memory);
+  EXPECT_EQ(memory.why.find("vm.max_map_count"), std::string::npos);
+}
+
+// A program's cleanup service, as the header sees it: which names it holds.
+struct FakeTracker : dlbridge::ProgramTracker {
+  explicit FakeTracker(uint64_t key) : key(key) {}
+  uint64_t program() noexcept override { return key; }
+  bool hold(const std::string& name) noexcept override {
+    held[name] += 1;
+    return true;
+  }
+  void let_go(const std::string& name) noexcept override { held[name] -= 1; }
+  void settle_later(const std::string& name) noexcept override { later.push_back(name); }
+  bool holds(const std::string& name) { return held[name] > 0; }
+  uint64_t key;
+  std::map<std::string, int> held;
+  std::vector<std::string> later;
+};
+
+TEST(SharedSegmentPrograms, EachProgramHoldsTheNameWhileItHoldsTheSegment) {
+  FakeTracker sender(11), receiver(22);
+  auto sent = SharedSegment::create(16, &sender);
+  const std::string name = sent->name();
+  EXPECT_TRUE(sender.holds(name));
+  auto received = SharedSegment::open(name, sent->issue_ticket(), &receiver);
+  EXPECT_TRUE(receiver.holds(name));
+  EXPECT_EQ(sent->program_references(), 1) << "the redeemed ticket left the sender's program";
+  EXPECT_EQ(received->program_references(), 1);
+  sent.reset();  // the sender's program ends normally: it no longer holds the name
+  EXPECT_FALSE(sender.holds(name));
+  EXPECT_TRUE(name_exists(name)) << "the receiver still holds it";
+  received.reset();
+  EXPECT_FALSE(receiver.holds(name));
+  EXPECT_FALSE(name_exists(name));
+  for (const auto& [n, count] : sender.held) EXPECT_EQ(count, 0) << n;
+}
+
+TEST(SharedSegmentPrograms, ATicketInFlightKeepsTheSendersHoldUntilItIsSettled) {
+  FakeTracker sender(11), receiver(22);
+  auto sent = SharedSegment::create(16, &sender);
+  const std::string name = sent->name();
+  const uint64_t ticket = sent->issue_ticket();
+  sent.reset();  // let go before the receiver loads: the ticket still counts for the sender
+  EXPECT_TRUE(sender.holds(name));
+  ASSERT_EQ(sender.later, std::vector<std::string>{name});
+  auto received = SharedSegment::open(name, ticket, &receiver);
+  EXPECT_TRUE(sender.holds(name)) << "the receiver cannot tell the sender's service";
+  SharedSegment::settle(name, sender);  // what the sender does before it exits
+  EXPECT_FALSE(sender.holds(name));
+  EXPECT_TRUE(name_exists(name));
+  received.reset();
+  EXPECT_FALSE(name_exists(name));
+}
+
+TEST(SharedSegmentPrograms, AnUnsettledHoldOfAnotherProgramKeepsTheNameForItToSettle) {
+  FakeTracker sender(11), receiver(22);
+  auto sent = SharedSegment::create(16, &sender);
+  const std::string name = sent->name();
+  const uint64_t ticket = sent->issue_ticket();
+  sent.reset();
+  auto received = SharedSegment::open(name, ticket, &receiver);
+  received.reset();  // the count is zero, but the sender's service still holds the name
+  EXPECT_TRUE(name_exists(name)) << "unlinked under a registration the sender must withdraw";
+  SharedSegment::settle(name, sender);
+  EXPECT_FALSE(sender.holds(name));
+  EXPECT_FALSE(name_exists(name)) << "settling the last registration unlinks";
+}
+
+TEST(SharedSegmentPrograms, WithinOneProgramTheHoldPassesWithoutBeingWithdrawn) {
+  FakeTracker program(7);
+  auto worker = SharedSegment::create(16, &program);
+  const std::string name = worker->name();
+  const uint64_t ticket = worker->issue_ticket();
+  worker.reset();
+  auto parent = SharedSegment::open(name, ticket, &program);
+  EXPECT_EQ(program.held[name], 1) << "registered once, never withdrawn in between";
+  parent.reset();
+  EXPECT_EQ(program.held[name], 0);
+  EXPECT_FALSE(name_exists(name));
 }
 
 }  // namespace

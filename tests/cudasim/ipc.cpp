@@ -14,8 +14,11 @@
 // - an interprocess event (cudaEventInterprocess | cudaEventDisableTiming)
 //   exports a handle that another process opens as an event it can wait on.
 // Handles are CUDA_IPC_HANDLE_SIZE (64) bytes. Each exporting process keeps
-// one table, in a memfd of its own, saying which exports are live and how
-// far each interprocess event has got; importers map that table read-write.
+// one table, in a memfd of its own, saying which exports are live, where
+// each lies and how large it is, and how far each interprocess event has
+// got; importers map that table read-write. What an importer maps comes from
+// the table, as a real driver's comes from its own records: a handle whose
+// bytes claim another place or size does not open.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -44,6 +47,8 @@ struct Table {
   uint64_t magic;
   uint64_t token;                  // random per process: a reused pid is not the exporter
   uint64_t exports[export_slots];  // allocation id of a live export, 0 when free; atomic
+  uint64_t export_offset[export_slots];  // where it lies in its device's memfd; set before the id
+  uint64_t export_bytes[export_slots];   // its size; set before the id
   EventSlot events[event_slots];
 };
 
@@ -238,6 +243,8 @@ cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t* handle, void* devPtr) {
     uint32_t slot = 0;
     while (slot < export_slots && load(&t->exports[slot]) != 0) ++slot;
     if (slot == export_slots) return answer(cudaErrorMemoryAllocation);
+    __atomic_store_n(&t->export_offset[slot], uint64_t(a.offset), __ATOMIC_RELAXED);
+    __atomic_store_n(&t->export_bytes[slot], uint64_t(a.bytes), __ATOMIC_RELAXED);
     __atomic_store_n(&t->exports[slot], a.id, __ATOMIC_RELEASE);
     it = s.slot_of.emplace(a.id, slot).first;
   }
@@ -262,6 +269,10 @@ cudaError_t cudaIpcOpenMemHandle(void** devPtr, cudaIpcMemHandle_t handle, unsig
   Table* t = remote_table(s, w.pid, w.table_fd, w.token);
   if (t == nullptr || load(&t->exports[w.slot]) != w.id)
     return answer(cudaErrorMapBufferObjectFailed);
+  const uint64_t offset = load(&t->export_offset[w.slot]);
+  const uint64_t bytes = load(&t->export_bytes[w.slot]);
+  if (load(&t->exports[w.slot]) != w.id) return answer(cudaErrorMapBufferObjectFailed);
+  if (offset != w.offset || bytes != w.bytes) return answer(cudaErrorInvalidResourceHandle);
   if (auto it = s.opened.find(key); it != s.opened.end()) {
     ++it->second.count;
     *devPtr = it->second.pointer;
@@ -269,16 +280,16 @@ cudaError_t cudaIpcOpenMemHandle(void** devPtr, cudaIpcMemHandle_t handle, unsig
     return cudaSuccess;
   }
   const size_t page = size_t(sysconf(_SC_PAGESIZE));
-  const size_t first = size_t(w.offset) / page * page;
-  const size_t mapped = size_t(w.offset + w.bytes) - first;
-  const int local = open_remote(w.pid, w.memory_fd, size_t(w.offset + w.bytes));
+  const size_t first = size_t(offset) / page * page;
+  const size_t mapped = size_t(offset + bytes) - first;
+  const int local = open_remote(w.pid, w.memory_fd, size_t(offset + bytes));
   void* mapping = local >= 0 ? map_file(local, first, mapped) : nullptr;
   if (local >= 0) close(local);
   if (mapping == nullptr) return answer(cudaErrorMapBufferObjectFailed);
-  void* pointer = static_cast<char*>(mapping) + (size_t(w.offset) - first);
+  void* pointer = static_cast<char*>(mapping) + (size_t(offset) - first);
   s.opened[key] = State::Opened{pointer, mapping, mapped, 1};
   s.key_of[pointer] = key;
-  add_import(pointer, size_t(w.bytes), current_device());
+  add_import(pointer, size_t(bytes), current_device());
   count("ipc_open");
   *devPtr = pointer;
   return cudaSuccess;

@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 
@@ -73,6 +74,19 @@ class Arena {
     auto it = blocks_.find(size_t(static_cast<const char*>(p) - base_));
     if (it == blocks_.end()) return false;
     *out = Allocation{it->second.device, fd_, it->first, it->second.bytes, it->second.id};
+    return true;
+  }
+
+  // The live block that holds p: its start and the bytes asked for.
+  bool block_of(const void* p, const void** base, size_t* bytes) const {
+    const size_t offset = size_t(static_cast<const char*>(p) - base_);
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = blocks_.upper_bound(offset);
+    if (it == blocks_.begin()) return false;
+    --it;
+    if (offset - it->first >= std::max<size_t>(it->second.bytes, 1)) return false;
+    *base = base_ + it->first;
+    *bytes = it->second.bytes;
     return true;
   }
 
@@ -168,6 +182,21 @@ bool device_allocation(const void* p, Allocation* out) {
   for (auto& arena : regions().devices)
     if (arena->owns(p)) return arena->allocation(p, out);
   return false;
+}
+
+bool allocation_range(const void* p, const void** base, size_t* bytes) {
+  Regions& r = regions();
+  for (auto& arena : r.devices)
+    if (arena->owns(p)) return arena->block_of(p, base, bytes);
+  const auto* c = static_cast<const char*>(p);
+  std::lock_guard<std::mutex> lock(r.imports_mutex);
+  auto it = r.imports.upper_bound(c);
+  if (it == r.imports.begin()) return false;
+  --it;
+  if (size_t(c - it->first) >= std::max<size_t>(it->second.first, 1)) return false;
+  *base = it->first;
+  *bytes = it->second.first;
+  return true;
 }
 
 void add_import(const void* base, size_t bytes, int device) {

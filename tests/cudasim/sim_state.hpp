@@ -64,6 +64,9 @@ struct Allocation {
 };
 // false when p is not the start of a live device allocation.
 bool device_allocation(const void* p, Allocation* out);
+// The device allocation (or opened import) that holds p, as the driver's
+// cuMemGetAddressRange reports it; false when p is in none.
+bool allocation_range(const void* p, const void** base, size_t* bytes);
 // Memory another process exported, mapped here: it counts as device memory
 // of `device` (for locate) until forgotten.
 void add_import(const void* base, size_t bytes, int device);

@@ -89,3 +89,29 @@ def produce(queue, late: bool) -> None:
     queue.put(pickle.dumps(s))
     if late:
         queue.put(pickle.dumps(s))
+
+
+def load_fields(*fields):
+    """Loads a (possibly forged) CUDA pickle's fields: what came of it."""
+    from dlbridge._pickle import rebuild_cuda_tensor
+
+    try:
+        t = rebuild_cuda_tensor(*fields)
+    except dlbridge.DLPackError as e:
+        return type(e).__name__, e.code, str(e)
+    return "loaded", t.nbytes, t.device.__str__()
+
+
+def export_and_wait(conn) -> None:
+    """Shares 64 bytes of device memory, sends the record its pickle names
+    (for forging), and stays alive until the other end closes the pipe."""
+    from dlbridge._core import _shared_memory_info
+
+    s = dlbridge.from_dlpack(np.arange(16, dtype=np.float32), device="cuda:0").share_memory()
+    with open("/dev/shm" + _shared_memory_info(s)[0], "rb") as f:
+        f.seek(4096)
+        conn.send(f.read(152))
+    try:
+        conn.recv()
+    except EOFError:
+        pass

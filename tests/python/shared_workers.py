@@ -49,3 +49,20 @@ def hold_until_killed(queue, ready):
     np.from_dlpack(t)[0] = 7.0
     ready.put(os.getpid())
     time.sleep(600)
+
+
+def write_and_send_on(t, queue):
+    """In a forked child: the tensor is the parent's, inherited, and is sent
+    on by pickle (the error's text when that fails)."""
+    import pickle
+
+    np.from_dlpack(t)[0] = 10.0
+    try:
+        queue.put(pickle.dumps(t))
+    except Exception as e:  # noqa: BLE001 (reported to the parent)
+        queue.put(f"{type(e).__name__} {getattr(e, 'code', '')}: {e}")
+
+
+def wait_then_send_on(t, queue, go):
+    go.wait(60)
+    write_and_send_on(t, queue)

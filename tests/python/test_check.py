@@ -1,6 +1,9 @@
 """dlbridge check against the installed producers: the findings true of these versions."""
 
 import enum
+import os
+import subprocess
+import sys
 import textwrap
 
 import pytest
@@ -97,3 +100,49 @@ def test_unknown_target_exits_2(capsys):
     assert check.main("nosuchmodule_xyz:make") == 2
     assert check.main("notatarget") == 2
     assert "cannot load" in capsys.readouterr().err
+
+
+HOSTILE_FACTORIES = """
+import sys
+import numpy as np
+
+class Unprintable(Exception):
+    def __str__(self):
+        raise RuntimeError("no text for you")
+
+class ExitingText(Exception):
+    def __str__(self):
+        sys.exit(3)
+
+def exits(shape, dtype, readonly=False):
+    sys.exit(0)
+
+def unprintable(shape, dtype, readonly=False):
+    raise Unprintable()
+
+def exiting_text(shape, dtype, readonly=False):
+    raise ExitingText()
+"""
+
+
+@pytest.mark.parametrize("factory, evidence", [
+    ("exits", "raised SystemExit: 0"),
+    ("unprintable", "raised Unprintable: <str() of this Unprintable raised RuntimeError>"),
+    ("exiting_text", "raised ExitingText: <str() of this ExitingText raised SystemExit>"),
+])
+def test_a_factory_that_exits_or_cannot_be_printed_is_reported_as_failing(tmp_path, factory, evidence):
+    (tmp_path / "hostile_factories.py").write_text(HOSTILE_FACTORIES)
+    out = subprocess.run([sys.executable, "-m", "dlbridge", "check", f"hostile_factories:{factory}"],
+                         capture_output=True, text=True, timeout=300,
+                         env=dict(os.environ, PYTHONPATH=str(tmp_path)))
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "Traceback" not in out.stderr, out.stderr
+    assert out.stdout.count("FAIL") >= 20, "every rule was tried and reported"
+    assert evidence in out.stdout
+
+
+def test_a_target_whose_import_exits_is_a_load_error(tmp_path, monkeypatch, capsys):
+    (tmp_path / "exits_on_import.py").write_text("import sys\nsys.exit(0)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert check.main("exits_on_import:make") == 2
+    assert "cannot load 'exits_on_import:make': SystemExit: 0" in capsys.readouterr().err

@@ -90,7 +90,7 @@ def test_share_memory_exports_a_device_copy_once():
     assert s.data_ptr != t.data_ptr
     assert s.share_memory() is s
     np.testing.assert_array_equal(to_host(s), a)
-    name, references = _shared_memory_info(s)
+    name, references, _ = _shared_memory_info(s)
     assert name.startswith("/dlbridge-") and references == 1
 
 
@@ -279,6 +279,78 @@ def test_a_layout_outside_the_allocation_is_refused(layout, cls):
         rebuild_cuda_tensor(name, ticket, layout)
     gc.collect()
     assert _shared_memory_info(s)[1] == 1, "the refused load gave the ticket's reference back"
+
+
+RECORD_BYTES = 8 + 8 + 4 + 4 + 64 + 64  # magic, size, device, pid, memory and event handles
+
+
+def record_of(shared) -> bytearray:
+    """The record a device share's segment holds (after its 4096-byte header)."""
+    with open("/dev/shm" + _shared_memory_info(shared)[0], "rb") as f:
+        f.seek(4096)
+        return bytearray(f.read(RECORD_BYTES))
+
+
+def test_a_record_claiming_a_larger_allocation_is_refused(child):
+    """The size beside the handle is the exporter's claim: the receiver asks
+    the runtime (cuMemGetAddressRange), so a forged record cannot make a
+    64 MiB tensor over a 64-byte allocation."""
+    s = on_device(np.zeros(16, np.float32)).share_memory()  # 64 bytes
+    record = record_of(s)
+    record[8:16] = (64 << 20).to_bytes(8, "little")
+    t, name, ticket = ticket_of_host_share(RECORD_BYTES, bytes(record))
+    huge = (1, (2, 32, 1), (16 << 20,), (1,), 0, 0)  # 64 MiB of float32
+    kind, code, message = child.submit(cuda_ipc_workers.load_fields, name, ticket, huge).result(60)
+    assert (kind, code) == ("InvalidTensorError", "invalid_tensor"), message
+    assert "claims an allocation of 67108864 bytes; the CUDA runtime reports 64" in message
+    assert _shared_memory_info(t)[1] == 1, "the refused load gave its reference back"
+
+
+def test_an_honest_record_is_sized_by_the_runtime(child, sim):
+    s = on_device(np.arange(16, dtype=np.float32)).share_memory()
+    _, (name, ticket, _) = s.__reduce_ex__(5)
+    counted = sim.count("address_range")
+    whole = (1, (2, 32, 1), (16,), (1,), 0, 0)
+    assert child.submit(cuda_ipc_workers.load_fields, name, ticket, whole).result(60)[:2] == ("loaded", 64)
+    _, (name, ticket, _) = s.__reduce_ex__(5)
+    one_more = (1, (2, 32, 1), (17,), (1,), 0, 0)
+    kind, code, _ = child.submit(cuda_ipc_workers.load_fields, name, ticket, one_more).result(60)
+    assert (kind, code) == ("InvalidTensorError", "invalid_tensor")
+    assert sim.count("address_range") == counted, "the parent asked nothing: the child's runtime did"
+
+
+def test_a_handle_that_claims_another_size_does_not_open(child):
+    """The simulated driver, like a real one, maps what its own records say
+    was exported: a handle whose bytes claim a larger allocation is refused."""
+    s = on_device(np.zeros(16, np.float32)).share_memory()
+    record = record_of(s)
+    handle_size_at = 24 + 48  # the handle's bytes field (tests/cudasim/ipc.cpp, MemoryWire)
+    record[handle_size_at:handle_size_at + 8] = (64 << 20).to_bytes(8, "little")
+    record[8:16] = (64 << 20).to_bytes(8, "little")
+    t, name, ticket = ticket_of_host_share(RECORD_BYTES, bytes(record))
+    huge = (1, (2, 32, 1), (16 << 20,), (1,), 0, 0)
+    kind, code, message = child.submit(cuda_ipc_workers.load_fields, name, ticket, huge).result(60)
+    assert (kind, code) == ("DeviceUnavailableError", "device_unavailable"), message
+    assert "cudaIpcOpenMemHandle" in message and "(400)" in message
+
+
+def test_pickles_with_fields_of_the_wrong_type_are_invalid_tensor():
+    for fields in [(b"/dlbridge-0-0-0", 0, LAYOUT), ("/dlbridge-0-0-0", "0", LAYOUT),
+                   ("/dlbridge-0-0-0", 0, None), ("/dlbridge-0-0-0", 0, LAYOUT, "yes"),
+                   ("/dlbridge-0-0-0",)]:
+        with pytest.raises(dlbridge.InvalidTensorError) as e:
+            rebuild_cuda_tensor(*fields)
+        assert "incompatible function arguments" not in check_error(
+            e, dlbridge.InvalidTensorError, "invalid_tensor")
+
+
+def test_share_memory_of_a_device_tensor_of_unknown_writability_keeps_it():
+    s = dlbridge.from_dlpack(np.arange(4, dtype=np.float32), device="cuda:0")
+    unknown = dlbridge.from_dlpack(s.__dlpack__())  # through a legacy capsule: writability unknown
+    shared = unknown.share_memory()
+    assert shared.readonly and dlbridge.inspect_capsule(shared.__dlpack__())["name"] == "dltensor"
+    back = pickle.loads(pickle.dumps(shared))
+    assert back.readonly and dlbridge.inspect_capsule(back.__dlpack__())["name"] == "dltensor"
 
 
 # --- the exporter's exit -------------------------------------------------------------

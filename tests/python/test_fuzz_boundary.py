@@ -2,8 +2,11 @@
 
 Hypothesis draws small programs: hostile producers (``__dlpack_device__``
 returning anything, ``__dlpack__`` returning wrong capsules or raising,
-``__array_interface__`` dicts whose fields lie, odd buffer exporters) and calls
-of the public entry points with keyword values of every type. Each program
+``__array_interface__`` dicts whose fields lie, odd buffer exporters), calls
+of the public entry points with keyword values of every type, forged pickles
+(every field of the three reconstructors' tuples), shared-memory names and
+headers rewritten as another process may, and CUDA IPC records forged over a
+live export on the simulated runtime. Each program
 runs in a worker interpreter that serves many programs in a row, so a crash
 or a hang fails the test with the program printed instead of losing the run;
 the program alone reproduces it:
@@ -199,6 +202,123 @@ def honest_tensor():
     return dlbridge.from_dlpack(np.arange(6.0).reshape(2, 3))
 
 
+# -- Forged pickles, shared-memory segments and CUDA records --------------------
+
+_made_segments = []  # names of segments this program made: removed after it
+_made_tensors = []   # the tensors made with them, same order
+
+
+class Forged:
+    """Pickles as a call of `fn` with the given fields: a forged reduce tuple."""
+
+    def __init__(self, fn, fields):
+        self.fn, self.fields = fn, tuple(fields)
+
+    def __reduce__(self):
+        return self.fn, self.fields
+
+
+def reconstructor(kind):
+    from dlbridge import _pickle
+
+    return getattr(_pickle, f"rebuild_{kind}")
+
+
+def shared_tensor(nbytes=64, fill=b""):
+    """A live shared tensor of uint8, its first bytes set; its name is removed
+    after the program (segment_name(t) gives it, as it was made)."""
+    import numpy as np
+
+    import dlbridge
+    from dlbridge._core import _shared_memory_info
+
+    t = dlbridge.empty((nbytes,), "uint8", shared=True)
+    np.from_dlpack(t)[: len(fill)] = np.frombuffer(bytes(fill), np.uint8)
+    _made_segments.append(_shared_memory_info(t)[0])
+    _made_tensors.append(t)
+    return t
+
+
+def segment_name(t):
+    return _made_segments[[id(x) for x in _made_tensors].index(id(t))]
+
+
+def name_and_ticket(t):
+    _, (name, ticket, *_) = t.__reduce_ex__(5)
+    return name, ticket
+
+
+# The header's words (include/dlbridge/shared_memory.hpp, SegmentHeader).
+HEADER_WORDS = {"magic": 0, "data_bytes": 8, "references": 16, "next_ticket": 24, "lock": 32,
+                "program_key": 40, "program_count": 48, "program_registered": 56,
+                "last_program_count": 40 + 15 * 24 + 8, "tickets": 424, "last_tickets": 424 + 255 * 8}
+
+
+def forge_header(name, word, value):
+    """Rewrites one 8-byte word of a segment's header, as any process may."""
+    import mmap
+    import struct
+
+    offset = HEADER_WORDS[word]
+    with open("/dev/shm" + name, "r+b") as f, mmap.mmap(f.fileno(), 4096) as page:
+        page[offset:offset + 8] = struct.pack("<Q", value % 2**64)
+
+
+def foreign_segment(size, magic=0):
+    """A segment under dlbridge's prefix that dlbridge did not make."""
+    import secrets
+    import struct
+
+    name = f"/dlbridge-0-0-{secrets.token_hex(8)}"
+    with open("/dev/shm" + name, "wb") as f:
+        f.write(struct.pack("<QQ", magic, 64)[:size].ljust(size, b"\0"))
+    _made_segments.append(name)
+    return name
+
+
+def dead_pid():
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+    return pid
+
+
+_exporter = []
+
+
+def remote_record():
+    """The 152-byte record of a 64-byte CUDA share made by a helper process
+    that stays alive (CUDA opens a handle only in another process), and that
+    process's pid."""
+    if not _exporter:
+        import multiprocessing
+
+        import cuda_ipc_workers
+
+        ctx = multiprocessing.get_context("spawn")
+        mine, theirs = ctx.Pipe()
+        helper = ctx.Process(target=cuda_ipc_workers.export_and_wait, args=(theirs,), daemon=True)
+        helper.start()
+        _exporter.extend([helper, mine, mine.recv()])
+    return bytearray(_exporter[2]), _exporter[0].pid
+
+
+def patch(record, offset, width, value):
+    record[offset:offset + width] = (value % 2 ** (8 * width)).to_bytes(width, "little")
+    return record
+
+
+def remove_made_segments():
+    for name in _made_segments:
+        try:
+            os.unlink("/dev/shm" + name)
+        except OSError:
+            pass
+    _made_segments.clear()
+    _made_tensors.clear()
+
+
 def _allowed(exc):
     """None when exc is an allowed outcome, else why not."""
     import dlbridge
@@ -227,11 +347,19 @@ def _touch(result):
     uses = []
     if isinstance(result, dlbridge.Tensor):
         uses = [repr, lambda t: (t.shape, t.strides, t.dtype, t.device, t.readonly, t.nbytes),
-                memoryview, lambda t: t.__array_interface__, np.asarray,
-                lambda t: t.copy(), lambda t: t.copy_unpacked(), lambda t: t.__dlpack__(),
+                lambda t: t.__array_interface__, lambda t: t.__dlpack__(),
                 lambda t: t.__dlpack__(max_version=(1, 3))]
+        # Uses that read every byte, on tensors small enough for that: a
+        # drawn dlbridge.empty(2**31) is 8 GiB, and copying it four times
+        # over took the worker past its deadline on a 23 GB machine.
+        if result.nbytes <= 1 << 28:
+            uses += [memoryview, np.asarray, lambda t: t.copy(), lambda t: t.copy_unpacked()]
     elif type(result).__name__ == "PyCapsule":
         uses = [dlbridge.inspect_capsule, dlbridge.from_dlpack]
+    elif isinstance(result, bytes):  # a pickle: loading it, and what it gives, keep the same rule
+        import pickle
+
+        uses = [lambda blob: _touch(pickle.loads(blob))]
     elif isinstance(result, (dlbridge.Device, dlbridge.DType)):
         uses = [str, repr, hash, tuple]
     for use in uses:
@@ -246,14 +374,24 @@ def _touch(result):
                 raise Violation(f"using the result: {why}") from exc
 
 
-def check(call):
-    """Runs one entry-point call under the rule; raises Violation if broken."""
+def check(call, coded=False, most_bytes=None):
+    """Runs one entry-point call under the rule; raises Violation if broken.
+    coded: the stricter rule of pickle loading (docs/distributed.md), where
+    every refusal is a DLPackError and no TypeError or ValueError is allowed.
+    most_bytes: the memory behind what the call may return; a tensor that
+    spans more was built on a lie."""
     try:
         result = call()
     except BaseException as exc:  # noqa: BLE001 (the rule decides)
         if (why := _allowed(exc)) is not None:
             raise Violation(why) from exc
+        import dlbridge
+
+        if coded and not isinstance(exc, (dlbridge.DLPackError, Boom, Interrupt)):
+            raise Violation(f"an uncoded refusal: {type(exc).__name__}: {exc}") from exc
         return
+    if most_bytes is not None and getattr(result, "nbytes", 0) > most_bytes:
+        raise Violation(f"a tensor of {result.nbytes} bytes over {most_bytes} bytes of memory")
     _touch(result)
 
 
@@ -300,6 +438,7 @@ def serve():
     for line in sys.stdin:
         problem = run_program(json.loads(line))
         gc.collect()  # deleters and finalizers run inside this program's turn
+        remove_made_segments()
         verdicts.write(json.dumps(problem) + "\n")
         verdicts.flush()
 
@@ -314,12 +453,13 @@ if __name__ != "__main__":
     class Worker:
         """A child interpreter running programs; replaced after it dies."""
 
-        def __init__(self):
+        def __init__(self, **env):
             self.process = None
             self.stderr = None
+            self.env = env
 
         def start(self):
-            env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONFAULTHANDLER="1")
+            env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONFAULTHANDLER="1", **self.env)
             # A file, not a pipe: a chatty worker must not block on a full pipe.
             self.stderr = tempfile.TemporaryFile(mode="w+")
             self.process = subprocess.Popen(
@@ -530,6 +670,176 @@ if __name__ != "__main__":
                    f"check(lambda: dlbridge.from_dlpack(P()))\n"
                    f"check(lambda: dlbridge.from_dlpack(P(), copy=True))\n")
         expect_clean(worker, program)
+
+
+    # --- Forged pickles: every field of the three reconstructors' tuples ----
+
+    LAYOUT_FIELDS = [
+        ["1", "2", "0", "-1", "2**63", "True", "'1'", "None", "1.0"],
+        ["(2, 32, 1)", "(1, 8, 1)", "(99, 32, 1)", "(2, 32)", "(2, 32, 1, 1)", "(2, 0, 1)", "(2, 32, 0)",
+         "(6, 16, 1)", "(2, 2**40, 1)", "[2, 32, 1]", "None", "(BadIndex(), 32, 1)", "LyingTuple((2, 32, 1), 2)"],
+        ["(16,)", "(4, 4)", "(17,)", "()", "(0,)", "(-1,)", "(2**62, 4)", "(2**70,)", "(True,)", "('16',)",
+         "[16]", "None", "LyingTuple((16,), 70)", "(1,) * 65"],
+        ["(1,)", "(4, 1)", "(-1,)", "(0,)", "(2**62,)", "(2**63,)", "()", "None", "(1.0,)", "[1]"],
+        ["0", "4", "-4", "60", "64", "2**63", "-2**63", "None", "'0'", "True"],
+        ["0", "1", "2", "4", "8", "3", "2**63", "-1", "None", "1.5"],
+    ]
+    FLAGS = ["True", "False", "'yes'", "1", "0", "None", "b''", "BadIndex()"]
+
+    @st.composite
+    def layouts(draw):
+        """A pickled layout: the honest one for 16 bytes of uint8-sized data,
+        with some fields replaced, or something that is no layout at all."""
+        honest = ["1", "(1, 8, 1)", "(16,)", "(1,)", "0", "0"]
+        fields = [draw(st.sampled_from(choices)) if draw(st.integers(0, 2)) == 0 else honest[i]
+                  for i, choices in enumerate(LAYOUT_FIELDS)]
+        shape = draw(st.sampled_from(["full", "short", "long", "list", "other"]))
+        if shape == "short":
+            fields = fields[:draw(st.integers(0, 5))]
+        elif shape == "long":
+            fields = fields + ["0"]
+        text = "(" + "".join(f + ", " for f in fields) + ")"
+        return {"list": "[" + text[1:-1] + "]", "other": draw(st.sampled_from(ATOMS))}.get(shape, text)
+
+    BUFFERS = ["bytearray(16)", "bytes(16)", "memoryview(bytearray(32))[::2]", "np.zeros(2)", "np.zeros((4, 4), np.uint8).T",
+               "memoryview(bytearray(16)).toreadonly()", "bytearray(0)", "exporter('released')"]
+
+    @st.composite
+    def reconstructor_calls(draw):
+        """A reconstructor and its fields: honest ones replaced, added or left out."""
+        kind = draw(st.sampled_from(["tensor", "shared_tensor", "cuda_tensor"]))
+        lay = draw(layouts())
+        if kind == "tensor":
+            honest = [draw(st.sampled_from(BUFFERS)), lay, draw(st.sampled_from(FLAGS)),
+                      draw(st.sampled_from(FLAGS))]
+            prelude = ""
+        else:
+            prelude = ("t = shared_tensor(64 if %r == 'shared_tensor' else 152)\n"
+                       "name, ticket = name_and_ticket(t)\n" % kind)
+            names = ["name", "name + '0'", "name.upper()", "name.encode()", "'/dlbridge-'", "'/etc/passwd'",
+                     "'/dlbridge-' + 'f' * 300", "'/dlbridge-../x'", "'/dlbridge-\\udcff'", "42", "None"]
+            tickets = ["ticket", "ticket + 1", "ticket | (5 << 32)", "ticket | (200 << 32)", "0", "-1",
+                       "2**63", "2**64", "'0'", "None", "True"]
+            honest = [draw(st.sampled_from(names)), draw(st.sampled_from(tickets)), lay,
+                      draw(st.sampled_from(FLAGS))]
+        count = draw(st.sampled_from([len(honest) - 1, len(honest), len(honest), len(honest) - 2, 0, 5]))
+        fields = [honest[i] if i < len(honest) and draw(st.integers(0, 4)) else draw(st.sampled_from(ATOMS))
+                  for i in range(count)]
+        return prelude, kind, "[" + ", ".join(fields) + "]"
+
+    @given(call=reconstructor_calls(), via=st.sampled_from(["direct", "pickle"]))
+    @fuzz_settings
+    def test_forged_pickles(worker, call, via):
+        """Every refusal of a forged pickle is a coded DLPackError."""
+        prelude, kind, fields = call
+        body = f"fields = {fields}\nload = lambda: reconstructor({kind!r})(*fields)\n"
+        if via == "pickle":
+            body += (f"try:\n"
+                     f"    blob = pickle.dumps(Forged(reconstructor({kind!r}), fields), protocol=5)\n"
+                     f"    pickle.loads(pickle.dumps(fields, protocol=5))\n"
+                     f"    load = lambda: pickle.loads(blob)\n"
+                     f"except Exception:\n"
+                     f"    pass  # fields pickle cannot carry or rebuild (a memoryview): called directly\n")
+        expect_clean(worker, "import pickle\n" + prelude + body + "check(load, coded=True)\n")
+
+    # --- Shared-memory names and headers ---------------------------------
+
+    HEADER_VALUES = ["0", "1", "-1", "2**63 - 1", "2**63", "2**40", "2**32", "64", "65", "4096", "os.getpid()",
+                     "dead_pid()", "0x32304d4853424c44"]
+    # A live process's pid in the lock word costs a bounded wait (1 s) per
+    # operation; tests/cpp/test_shared_memory.cpp checks that one.
+    LOCK_VALUES = ["0", "os.getpid()", "dead_pid()", "2**63", "-1", "2**31"]
+    header_writes = st.one_of(
+        st.tuples(st.sampled_from(sorted(set(HEADER_WORDS) - {"lock"})), st.sampled_from(HEADER_VALUES)),
+        st.tuples(st.just("lock"), st.sampled_from(LOCK_VALUES)))
+    SEGMENT_USES = [
+        "check(lambda: pickle.dumps(t))",
+        "check(lambda: pickle.loads(pickle.dumps(t)))",
+        "check(lambda: reconstructor('shared_tensor')(*name_and_ticket(t), (1, (1, 8, 1), (64,), (1,), 0, 0)))",
+        "check(lambda: t.share_memory())",
+        "check(lambda: dlbridge.from_dlpack(np.from_dlpack(t)[::2]))",
+        "check(lambda: t.copy())",
+        "del t\ngc.collect()\nt = shared_tensor()\nname = segment_name(t)",
+    ]
+
+    @given(writes=st.lists(header_writes, min_size=1, max_size=3),
+           uses=st.lists(st.sampled_from(SEGMENT_USES), min_size=1, max_size=3))
+    @fuzz_settings
+    def test_shared_memory_headers_rewritten_by_another_process(worker, writes, uses):
+        program = ("import gc, pickle\nt = shared_tensor()\nname = segment_name(t)\n"
+                   "loaded = pickle.loads(pickle.dumps(t))\n")
+        program += "".join(f"forge_header(name, {word!r}, {value})\n" for word, value in writes)
+        program += "".join(use + "\n" for use in uses)
+        program += "del t, loaded\ngc.collect()\n"
+        expect_clean(worker, program)
+
+    SEGMENT_NAMES = ["foreign_segment(8192)", "foreign_segment(100)", "foreign_segment(8192, 0x32304d4853424c44)",
+                     "foreign_segment(4096, 0x32304d4853424c44)", "foreign_segment(8192, 0x31304d4853424c44)",
+                     "'/dlbridge-'", "'/dlbridge-0'", "'/dlbridge-' + 'a' * 191", "'/dlbridge-' + 'a' * 300",
+                     "'/dlbridge-0-0-0'", "'/dlbridge-../../etc/passwd'", "'/dlbridge-0\\x00'",
+                     "'/dlbridge-ABC'", "'dlbridge-0-0-0'", "'/etc/passwd'", "''", "'/'"]
+
+    @given(name=st.sampled_from(SEGMENT_NAMES), ticket=st.sampled_from(["0", "1", "2**62", "(3 << 32) | 7"]),
+           kind=st.sampled_from(["shared_tensor", "cuda_tensor"]))
+    @fuzz_settings
+    def test_shared_memory_names(worker, name, ticket, kind):
+        expect_clean(worker, f"check(lambda: reconstructor({kind!r})({name}, {ticket}, "
+                             f"(1, (1, 8, 1), (64,), (1,), 0, 0)), coded=True)\n")
+
+    # --- CUDA IPC records on the simulated runtime -------------------------
+
+    def simulator_path():
+        path = os.environ.get("DLBRIDGE_CUDART_PATH", "")
+        if os.path.basename(path).startswith("libcudart_sim"):
+            return path
+        built = os.path.join(os.path.dirname(__file__), "..", "..", "build", "test-werror", "tests", "cpp",
+                             "cudasim", "libcudart_sim.so")
+        return os.path.abspath(built) if os.path.exists(built) else None
+
+    @pytest.fixture(scope="module")
+    def simulated_cuda_worker():
+        path = simulator_path()
+        if path is None:
+            pytest.skip("needs the CUDA simulator's library: build the target dlbridge_cudasim in "
+                        "build/test-werror (scripts/test does) or set DLBRIDGE_CUDART_PATH")
+        w = Worker(DLBRIDGE_CUDART_PATH=path, DLBRIDGE_CUDA_IPC_EXIT_WAIT="0")
+        yield w
+        w.stop()
+
+    # Fields of a record (src/python/cuda_ipc.cpp, ShareRecord) and of the
+    # simulated memory handle inside it (tests/cudasim/ipc.cpp, MemoryWire),
+    # as (offset, width).
+    RECORD_FIELDS = {"magic": (0, 8), "bytes": (8, 8), "device": (16, 4), "pid": (20, 4),
+                     "handle.magic": (24, 4), "handle.pid": (28, 4), "handle.token": (32, 8),
+                     "handle.table_fd": (40, 4), "handle.memory_fd": (44, 4), "handle.slot": (48, 4),
+                     "handle.device": (52, 4), "handle.id": (56, 8), "handle.offset": (64, 8),
+                     "handle.bytes": (72, 8), "event.magic": (88, 4), "event.pid": (92, 4),
+                     "event.slot": (108, 4), "event.serial": (112, 8)}
+    RECORD_VALUES = ["0", "1", "-1", "64", "65", "64 << 20", "2**31 - 1", "2**63", "exporter", "os.getpid()",
+                     "dead_pid()", "4096", "255"]
+    # A size claimed larger than the allocation, drawn as often as all the other lies together.
+    record_patches = st.one_of(st.tuples(st.sampled_from(sorted(RECORD_FIELDS)), st.sampled_from(RECORD_VALUES)),
+                               st.tuples(st.sampled_from(["bytes", "handle.bytes"]),
+                                         st.sampled_from(["65", "4096", "64 << 20"])))
+    RECORD_LAYOUTS = ["(1, (2, 32, 1), (16,), (1,), 0, 0)", "(1, (2, 32, 1), (16 << 20,), (1,), 0, 0)",
+                      "(1, (2, 32, 1), (16 << 20,), (1,), 0, 0)", "(1, (2, 32, 1), (1024,), (1,), 0, 0)",
+                      "(1, (2, 32, 1), (17,), (1,), 0, 0)", "(1, (2, 32, 1), (4,), (1,), 60, 0)",
+                      "(1, (2, 32, 1), (16,), (-1,), 60, 0)", "(1, (1, 8, 1), (0,), (1,), 64, 0)"]
+
+    @given(patches=st.lists(record_patches, max_size=3),
+           layout=st.sampled_from(RECORD_LAYOUTS), load_twice=st.booleans())
+    @fuzz_settings
+    def test_cuda_ipc_records_on_the_simulator(simulated_cuda_worker, patches, layout, load_twice):
+        program = "record, exporter = remote_record()\n"
+        for field, value in patches:
+            offset, width = RECORD_FIELDS[field]
+            program += f"patch(record, {offset}, {width}, {value})\n"
+        program += ("t = shared_tensor(152, record)\n"
+                    "for _ in range(2 if %r else 1):\n"
+                    "    check(lambda: reconstructor('cuda_tensor')(*name_and_ticket(t), %s), coded=True,"
+                    " most_bytes=64)\n"
+                    % (load_twice, layout))
+        expect_clean(simulated_cuda_worker, program)
 
 
 if __name__ == "__main__":

@@ -265,8 +265,136 @@ def test_hostile_pickles_are_refused_with_a_code(layout, cls, code):
 
 
 def test_a_payload_without_a_contiguous_buffer_is_refused():
-    with pytest.raises(TypeError):
+    with pytest.raises(dlbridge.InvalidTensorError) as excinfo:
         pickle.loads(pickle.dumps(Forged(12345, (1, F32, (1,), (1,), 0, 0))))
+    assert "payload is not a buffer" in check_error(excinfo, dlbridge.InvalidTensorError,
+                                                    "invalid_tensor")
     strided = memoryview(bytearray(32))[::2]
     with pytest.raises(dlbridge.InvalidTensorError):
         rebuild_tensor(strided, (1, F32, (1,), (1,), 0, 0))
+
+
+LAYOUT4 = (1, F32, (4,), (1,), 0, 0)
+
+
+def released_view():
+    view = memoryview(bytearray(16))
+    view.release()
+    return view
+
+
+@pytest.mark.parametrize("fields, why", [
+    ((bytearray(16), None), "layout is not a tuple"),
+    ((bytearray(16), b"layout"), "layout is not a tuple"),
+    ((bytearray(16), LAYOUT4, "yes"), "private_bytes is not True or False"),
+    ((bytearray(16), LAYOUT4, 1), "private_bytes is not True or False"),
+    ((bytearray(16), LAYOUT4, None), "private_bytes is not True or False"),
+    ((bytearray(16), LAYOUT4, False, "yes"), "writability_unknown is not True or False"),
+    ((None, LAYOUT4), "payload is not a buffer"),
+    (("sixteen bytes!!!", LAYOUT4), "payload is not a buffer"),
+    ((released_view(), LAYOUT4), "payload is not a buffer (ValueError)"),  # fuzz finding 4
+    ((bytearray(16),), "takes 2 to 4 fields, not 1"),
+    ((bytearray(16), LAYOUT4, False, False, False), "takes 2 to 4 fields, not 5"),
+    ((), "takes 2 to 4 fields, not 0"),
+])
+def test_a_pickle_with_fields_of_the_wrong_type_is_invalid_tensor(fields, why):
+    try:
+        data = pickle.dumps(Forged(*fields), protocol=5)
+        load = lambda: pickle.loads(data)  # noqa: E731
+    except TypeError:  # a released memoryview: pickle cannot carry it, the reconstructor still meets it
+        load = lambda: rebuild_tensor(*fields)  # noqa: E731
+    with pytest.raises(dlbridge.InvalidTensorError) as excinfo:
+        load()
+    message = check_error(excinfo, dlbridge.InvalidTensorError, "invalid_tensor")
+    assert why in message
+    assert "incompatible function arguments" not in message
+
+
+PICKLING_AT_EXIT = """
+import pickle, threading, time
+import numpy as np
+import dlbridge
+t = dlbridge.from_dlpack(np.zeros(1 << 21)[::2])  # not dense: pickling copies it first
+started = threading.Event()
+def work():
+    started.set()
+    while True:
+        pickle.dumps(t, protocol={protocol})
+threading.Thread(target=work, daemon=True).start()
+started.wait()
+time.sleep(0.05)
+"""
+
+
+@pytest.mark.parametrize("protocol", [4, 5, 5, 5])
+def test_pickling_a_non_dense_tensor_in_a_daemon_thread_at_exit_exits_cleanly(run_python, protocol):
+    result = run_python(PICKLING_AT_EXIT.format(protocol=protocol), timeout=60)
+    assert "terminate called" not in result.stderr
+    assert result.returncode == 0, result.stderr[-3000:]
+
+
+# --- a tensor imported from a legacy capsule: its writability is unknown ---------
+
+
+def unknown_writability(values):
+    import jax.numpy as jnp
+
+    t = dlbridge.from_dlpack(jnp.asarray(values))
+    assert t.readonly and dlbridge.inspect_capsule(t.__dlpack__())["name"] == "dltensor"
+    return t
+
+
+def keeps_unknown_writability(t, values):
+    """Read-only to every view, yet leaves as a legacy capsule, so JAX takes it back."""
+    import jax.numpy as jnp
+
+    assert t.readonly
+    assert not np.from_dlpack(t).flags.writeable
+    assert dlbridge.inspect_capsule(t.__dlpack__())["name"] == "dltensor"
+    np.testing.assert_array_equal(np.asarray(jnp.from_dlpack(t)), values)
+
+
+@pytest.mark.parametrize("protocol", range(2, pickle.HIGHEST_PROTOCOL + 1))
+def test_pickling_keeps_unknown_writability_by_every_protocol(protocol):
+    values = np.arange(6.0).reshape(2, 3)
+    loaded = pickle.loads(pickle.dumps(unknown_writability(values), protocol=protocol))
+    keeps_unknown_writability(loaded, values)
+
+
+@pytest.mark.parametrize("received", [bytes, bytearray], ids=["bytes", "bytearray"])
+def test_out_of_band_the_receiver_copies_once_to_keep_unknown_writability(received):
+    # The buffer leaves read-only (the tensor is read-only to the buffer
+    # protocol), so pickle hands the receiver a read-only view of whatever
+    # arrives. A legacy consumer may write into what it is given, never into
+    # memory someone else declared read-only: the tensor gets its own copy.
+    values = np.arange(4.0)
+    data, buffers = dumps_out_of_band(unknown_writability(values))
+    arrived = received(buffers[0].raw())
+    loaded = pickle.loads(data, buffers=[arrived])
+    keeps_unknown_writability(loaded, values)
+    assert loaded.data_ptr != address(arrived)
+
+
+def test_copy_and_deepcopy_keep_unknown_writability():
+    values = np.arange(3.0)
+    t = unknown_writability(values)
+    keeps_unknown_writability(copy.copy(t), values)
+    deep = copy.deepcopy(t)
+    assert deep.data_ptr != t.data_ptr
+    keeps_unknown_writability(deep, values)
+
+
+def test_the_jax_round_trip_survives_a_pickle():
+    import jax.numpy as jnp
+
+    x = jnp.arange(6.0).reshape(2, 3)
+    via = pickle.loads(pickle.dumps(dlbridge.from_dlpack(x)))
+    np.testing.assert_array_equal(np.asarray(jnp.from_dlpack(via)), np.asarray(x))
+    np.testing.assert_array_equal(np.asarray(dlbridge.convert(via, "jax")), np.asarray(x))
+
+
+def test_a_known_read_only_tensor_stays_known_read_only_through_a_pickle():
+    t = dlbridge.from_dlpack(readonly_array([1.0, 2.0]))
+    loaded = pickle.loads(pickle.dumps(t))
+    with pytest.raises(dlbridge.ReadOnlyError):
+        loaded.__dlpack__()  # a legacy capsule could not say read-only

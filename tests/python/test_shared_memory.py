@@ -9,6 +9,8 @@ import gc
 import multiprocessing
 import os
 import pickle
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -170,11 +172,34 @@ def test_a_pickle_naming_something_else_is_refused(name):
     check_error(excinfo, dlbridge.InvalidTensorError, "invalid_tensor")
 
 
-def test_a_pickle_whose_segment_name_is_not_a_string_is_a_type_error():
-    # The name is the binding's str argument: anything else fails argument conversion.
-    with pytest.raises(TypeError) as excinfo:
-        pickle.loads(pickle.dumps(Forged(42, 0, (1, F64, (1,), (1,), 0, 0))))
-    assert not isinstance(excinfo.value, dlbridge.DLPackError)
+@pytest.mark.parametrize("fields, why", [
+    ((42, 0, (1, F64, (1,), (1,), 0, 0)), "name is not a str"),
+    ((b"/dlbridge-0-0-0", 0, (1, F64, (1,), (1,), 0, 0)), "name is not a str"),
+    (("/dlbridge-\udcff", 0, (1, F64, (1,), (1,), 0, 0)), "not valid text"),
+    (("/dlbridge-0-0-0", "0", (1, F64, (1,), (1,), 0, 0)), "ticket is not an int"),
+    (("/dlbridge-0-0-0", None, (1, F64, (1,), (1,), 0, 0)), "ticket is not an int"),
+    (("/dlbridge-0-0-0", 0, None), "layout is not a tuple"),
+    (("/dlbridge-0-0-0", 0, (1, F64, (1,), (1,), 0, 0), "yes"), "not True or False"),
+    (("/dlbridge-0-0-0", 0, (1, F64, (1,), (1,), 0, 0), 1), "not True or False"),
+    (("/dlbridge-0-0-0", 0), "takes 3 to 4 fields, not 2"),
+    (("/dlbridge-0-0-0", 0, (1, F64, (1,), (1,), 0, 0), False, None), "takes 3 to 4 fields, not 5"),
+])
+def test_a_pickle_with_fields_of_the_wrong_type_is_invalid_tensor(fields, why):
+    # Each field is checked by dlbridge: the error is coded and names the
+    # field, never a binding's signature.
+    with pytest.raises(dlbridge.InvalidTensorError) as excinfo:
+        pickle.loads(pickle.dumps(Forged(*fields)))
+    message = check_error(excinfo, dlbridge.InvalidTensorError, "invalid_tensor")
+    assert why in message
+    assert "incompatible function arguments" not in message
+
+
+def test_a_refused_flag_field_gives_the_ticket_back():
+    t = dlbridge.empty((2,), "float64", shared=True)
+    fn, (name, ticket, layout) = t.__reduce_ex__(5)
+    with pytest.raises(dlbridge.InvalidTensorError):
+        fn(name, ticket, layout, "yes")
+    assert _shared_memory_info(t)[1] == 1, "the refused load gave its reference back"
 
 
 def test_a_pickle_of_a_released_segment_is_device_unavailable():
@@ -333,3 +358,282 @@ def test_a_clean_run_leaves_no_segment_and_no_warning(run_python):
     assert len(names) == 3
     assert "leaked" not in result.stderr, result.stderr
     assert not any(exists(name) for name in names), "released at exit, not by the tracker"
+
+
+# --- the header is another process's to write ---------------------------------
+
+REWRITTEN_SIZE = """
+import ctypes, gc, mmap, struct
+import numpy as np
+import dlbridge
+from dlbridge._core import _shared_memory_info
+
+t = dlbridge.empty((512,), "float64", shared=True)
+name = _shared_memory_info(t)[0]
+# Another process rewrites the size word of the header (offset 8), as any
+# process of this user may: 2**40 bytes, or a negative count.
+with open("/dev/shm" + name, "r+b") as f, mmap.mmap(f.fileno(), 4096) as header:
+    header[8:16] = struct.pack("<q", {size})
+np.from_dlpack(t)[...] = 1.0  # this process's mapping keeps the size it checked
+assert not dlbridge.from_dlpack(np.zeros(4)).is_shared
+try:  # a new mapping reads the damaged header, and refuses it
+    __import__("pickle").loads(__import__("pickle").dumps(t))
+    print("loaded")
+except dlbridge.InvalidTensorError as e:
+    print(e.code)
+del t
+gc.collect()
+# Still mapped: the interpreter's own libraries (a teardown that unmapped
+# 2**40 bytes past the segment took them with it).
+print(ctypes.CDLL(None).getpid() > 0, np.arange(4).sum(), flush=True)
+"""
+
+
+@pytest.mark.parametrize("size", [1 << 32, 1 << 40, -(1 << 40), 0])
+def test_a_rewritten_header_size_changes_nothing_this_process_maps(run_python, size):
+    result = run_python(REWRITTEN_SIZE.format(size=size), timeout=60)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split() == ["invalid_tensor", "True", "6"]
+
+
+# --- the fork start method ------------------------------------------------------
+
+
+# The suite imported JAX, whose threads make Python warn at every fork; the
+# child here runs only NumPy and dlbridge.
+@pytest.mark.filterwarnings("ignore:os.fork\\(\\) was called:RuntimeWarning")
+def test_a_forked_child_sends_an_inherited_shared_tensor_on():
+    fork = multiprocessing.get_context("fork")
+    t = dlbridge.empty((4,), "float64", shared=True)
+    np.from_dlpack(t)[...] = [1, 2, 3, 4]
+    queue = fork.Queue()
+    child = fork.Process(target=shared_workers.write_and_send_on, args=(t, queue))
+    child.start()
+    sent = queue.get(timeout=60)
+    child.join(60)
+    assert child.exitcode == 0
+    assert isinstance(sent, bytes), sent
+    received = pickle.loads(sent)
+    assert _shared_memory_info(received)[0] == name_of(t)
+    assert np.from_dlpack(received).tolist() == [10, 2, 3, 4]
+    name = name_of(t)
+    del t, received
+    gc.collect()
+    assert not exists(name), "the forked child's ticket was redeemed; no reference is left"
+
+
+# The suite imported JAX, whose threads make Python warn at every fork; the
+# child here runs only NumPy and dlbridge.
+@pytest.mark.filterwarnings("ignore:os.fork\\(\\) was called:RuntimeWarning")
+def test_a_forked_child_cannot_send_a_name_every_holder_let_go():
+    fork = multiprocessing.get_context("fork")
+    t = dlbridge.empty((4,), "float64", shared=True)
+    queue, go = fork.Queue(), fork.Event()
+    child = fork.Process(target=shared_workers.wait_then_send_on, args=(t, queue, go))
+    child.start()
+    name = name_of(t)
+    del t
+    gc.collect()
+    assert not exists(name)
+    go.set()
+    sent = queue.get(timeout=60)
+    child.join(60)
+    assert "device_unavailable" in sent and "every process that held it let go" in sent
+
+
+# --- two programs that share a segment ------------------------------------------
+
+SENDER = """
+import os, pickle, sys, time
+import numpy as np
+import dlbridge
+t = dlbridge.empty((3,), "float64", shared=True)
+np.from_dlpack(t)[...] = [1, 2, 3]
+blob = pickle.dumps(t)
+if {drop_first}:
+    del t  # the pickle's ticket alone holds the name for this program now
+with open(sys.argv[1] + ".tmp", "wb") as f:
+    f.write(blob)
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+while not os.path.exists(sys.argv[2]):  # the receiver has loaded it
+    time.sleep(0.02)
+import multiprocessing.resource_tracker as tracker
+print(tracker._resource_tracker._pid, flush=True)  # the program's tracker, which outlives it briefly
+"""
+
+RECEIVER = """
+import os, pickle, sys, time
+import numpy as np
+import dlbridge
+from dlbridge._core import _shared_memory_info
+while not os.path.exists(sys.argv[1]):
+    time.sleep(0.02)
+t = pickle.loads(open(sys.argv[1], "rb").read())
+print(_shared_memory_info(t)[0], flush=True)
+open(sys.argv[2], "w").close()
+while not os.path.exists(sys.argv[3]):  # the sender has exited
+    time.sleep(0.02)
+with open(sys.argv[4] + ".tmp", "wb") as f:
+    f.write(pickle.dumps(t))
+os.rename(sys.argv[4] + ".tmp", sys.argv[4])
+while not os.path.exists(sys.argv[5]):  # the third program has loaded it
+    time.sleep(0.02)
+print(np.from_dlpack(t).tolist(), flush=True)
+"""
+
+THIRD = """
+import os, pickle, sys, time
+import numpy as np
+import dlbridge
+while not os.path.exists(sys.argv[1]):
+    time.sleep(0.02)
+t = pickle.loads(open(sys.argv[1], "rb").read())
+np.from_dlpack(t)[0] = 7.0
+open(sys.argv[2], "w").close()
+print(np.from_dlpack(t).tolist(), flush=True)
+"""
+
+
+def wait_for_exit(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while os.path.exists(f"/proc/{pid}") and "Z" not in status_of(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def status_of(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "Z"
+
+
+def start_program(code: str, *args: str) -> subprocess.Popen:
+    env = dict(os.environ)
+    env.pop("PYTHONWARNINGS", None)
+    return subprocess.Popen([sys.executable, "-c", code, *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+
+
+@pytest.mark.parametrize("drop_first", [False, True], ids=["sender-holds", "sender-drops-first"])
+def test_two_unrelated_programs_share_a_segment_and_the_last_holder_unlinks(tmp_path, drop_first):
+    blob, loaded, sender_gone = tmp_path / "blob", tmp_path / "loaded", tmp_path / "sender-gone"
+    second_blob, second_loaded = tmp_path / "blob2", tmp_path / "loaded2"
+    sender = start_program(SENDER.format(drop_first=drop_first), str(blob), str(loaded))
+    receiver = start_program(RECEIVER, str(blob), str(loaded), str(sender_gone), str(second_blob),
+                             str(second_loaded))
+    try:
+        sender_out, sender_err = sender.communicate(timeout=120)
+        assert sender.returncode == 0, sender_err
+        name = receiver.stdout.readline().strip()
+        assert name.startswith("/dlbridge-")
+        # The sender's program has ended; once its resource tracker has too,
+        # the name must still be there for the receiver, and a third program.
+        assert wait_for_exit(int(sender_out.split()[0]), 20), "the sender's tracker did not end"
+        assert exists(name), "the sender's tracker unlinked a name another program holds"
+        sender_gone.touch()
+        third = start_program(THIRD, str(second_blob), str(second_loaded))
+        third_out, third_err = third.communicate(timeout=120)
+        assert third.returncode == 0, third_err
+        assert third_out.split("\n")[0] == "[7.0, 2.0, 3.0]"
+        receiver_out, receiver_err = receiver.communicate(timeout=120)
+        assert receiver.returncode == 0, receiver_err
+        assert receiver_out.strip() == "[7.0, 2.0, 3.0]", "the third program wrote into the same pages"
+    finally:
+        for p in (sender, receiver):
+            if p.poll() is None:
+                p.kill()
+    for err in (sender_err, third_err, receiver_err):
+        assert "leaked" not in err and "Traceback" not in err, err
+    assert wait_until_gone(name, 10), "the last holder unlinks the name"
+
+
+# --- the limits of one process ---------------------------------------------------
+
+FULL_MAPPING_TABLE = """
+import ctypes, mmap
+import dlbridge
+keep = dlbridge.empty((8,), shared=True)  # the tracker and the exit finaliser are set up
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+page, MAP_FAILED = mmap.PAGESIZE, ctypes.c_void_p(-1).value
+# One-page mappings whose protections alternate, so the kernel cannot merge
+# neighbours: each is one entry of the process's mapping table, until
+# vm.max_map_count refuses more. Then room for two is made, one for the
+# interpreter and one more for the segment it will not get.
+made = []
+while True:
+    p = libc.mmap(None, page, 1 if len(made) % 2 else 0, mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, -1, 0)
+    if p in (None, MAP_FAILED):
+        break
+    made.append(p)
+libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+for p in made[-2:]:
+    libc.munmap(p, page)
+errors, kept = [], []
+for _ in range(16):
+    try:
+        kept.append(dlbridge.empty((8,), shared=True))
+    except (MemoryError, dlbridge.DLPackError) as e:
+        errors.append(e)
+        break
+e = errors[0]
+print(type(e).__name__, getattr(e, "code", None), flush=True)
+print(str(e), flush=True)
+"""
+
+
+@pytest.mark.skipif("libasan" in os.environ.get("LD_PRELOAD", ""),
+                    reason="AddressSanitizer maps memory of its own for every allocation; a full mapping "
+                           "table ends it before dlbridge is reached (scripts/test runs this without it)")
+def test_a_full_mapping_table_is_named_as_the_limit_not_as_a_full_dev_shm(run_python):
+    result = run_python(FULL_MAPPING_TABLE, timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    first, message = result.stdout.split("\n")[:2]
+    assert first == "DeviceUnavailableError device_unavailable"
+    assert "memory mappings, the most that vm.max_map_count" in message
+    assert "sysctl -w vm.max_map_count" in message, "the hint says how to raise it"
+    assert "Free space in /dev/shm" not in message
+
+
+# --- a daemon thread at interpreter exit ------------------------------------------
+
+SHARING_AT_EXIT = """
+import threading, time
+import numpy as np
+import dlbridge
+t = dlbridge.from_dlpack(np.zeros(1 << 21)[::2])
+started = threading.Event()
+def work():
+    started.set()
+    while True:
+        t.share_memory()
+threading.Thread(target=work, daemon=True).start()
+started.wait()
+time.sleep(0.05)
+"""
+
+
+@pytest.mark.parametrize("run", range(3))
+def test_share_memory_in_a_daemon_thread_at_interpreter_exit_exits_cleanly(run_python, run):
+    result = run_python(SHARING_AT_EXIT, timeout=60)
+    assert "terminate called" not in result.stderr
+    assert result.returncode == 0, result.stderr[-3000:]
+
+
+# --- a tensor whose writability is unknown (from a legacy capsule) ----------------
+
+
+def test_share_memory_of_a_tensor_of_unknown_writability_keeps_it():
+    import jax.numpy as jnp
+
+    x = jnp.arange(6.0)
+    s = dlbridge.from_dlpack(x).share_memory()
+    assert s.is_shared and s.readonly
+    assert dlbridge.inspect_capsule(s.__dlpack__())["name"] == "dltensor", "may still leave as legacy"
+    for back in (s, pickle.loads(pickle.dumps(s))):
+        np.testing.assert_array_equal(np.asarray(jnp.from_dlpack(back)), np.asarray(x))

@@ -10,10 +10,16 @@
 //   with close_memory;
 // - the exporter must not free the allocation, nor exit, while another
 //   process has it open (dlbridge's Python layer counts the openers in a
-//   shared-memory segment for that: src/python/cuda_ipc.cpp).
+//   shared-memory segment for that: src/python/cuda_ipc.cpp);
+// - how large an opened allocation is, only the driver knows
+//   (cuMemGetAddressRange, reached through the runtime's
+//   cudaGetDriverEntryPoint): a size that travelled beside the handle is a
+//   claim, never a bound.
 // Every failure is a coded dlbridge::Error carrying the runtime's words.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "../error.hpp"
@@ -108,6 +114,54 @@ inline void close_memory(int device, void* p,
   rt->ipc_close_mem_handle(p);
   if (switched) rt->set_device(previous);
   rt->get_last_error();
+}
+
+// An allocation as the driver knows it: where it starts and how many bytes
+// it has.
+struct AllocationRange {
+  void* base = nullptr;
+  size_t bytes = 0;
+};
+
+// The allocation that holds p on `device` (an opened handle's pointer
+// included), from the driver's cuMemGetAddressRange.
+inline AllocationRange allocation_range(int device, const void* p,
+                                        cuda::RuntimeLoader& loader = cuda::default_loader()) {
+  const cuda::Runtime& rt = detail::runtime(loader);
+  // CUresult cuMemGetAddressRange_v2(CUdeviceptr*, size_t*, CUdeviceptr)
+  using address_range_fn = int (*)(unsigned long long*, size_t*, unsigned long long);
+  void* entry = nullptr;
+  int found = 0;
+  cuda::cuda_error status = cuda::success;
+  if (rt.get_driver_entry_point_by_version)
+    status = rt.get_driver_entry_point_by_version("cuMemGetAddressRange", &entry, 12000, 0, &found);
+  else if (rt.get_driver_entry_point)
+    status = rt.get_driver_entry_point("cuMemGetAddressRange", &entry, 0, &found);
+  else
+    dlbridge::detail::fail(ErrorCode::device_unavailable,
+                           "The CUDA runtime " + rt.path +
+                               " cannot say how large shared device memory is: it has no "
+                               "cudaGetDriverEntryPoint (CUDA 11.3 and later have it).",
+                           "Use a CUDA runtime of version 11.3 or later, or share a host copy: "
+                           "t.copy(device='cpu').share_memory().");
+  detail::check(rt, status, "looking up cuMemGetAddressRange (cudaGetDriverEntryPoint)");
+  if (entry == nullptr)
+    dlbridge::detail::fail(ErrorCode::device_unavailable,
+                           "The CUDA driver has no cuMemGetAddressRange for the runtime " + rt.path +
+                               ".",
+                           "Update the NVIDIA driver, or share a host copy: "
+                           "t.copy(device='cpu').share_memory().");
+  detail::Current current(rt, device);
+  unsigned long long base = 0;
+  size_t bytes = 0;
+  const int result = reinterpret_cast<address_range_fn>(entry)(
+      &base, &bytes, static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(p)));
+  if (result != 0)
+    dlbridge::detail::fail(ErrorCode::device_unavailable,
+                           "The CUDA driver failed reporting the extent of shared device memory "
+                           "(cuMemGetAddressRange): CUresult " + std::to_string(result) + ".",
+                           "The process that shared it must still be running and hold the tensor.");
+  return {reinterpret_cast<void*>(uintptr_t(base)), bytes};
 }
 
 // An event that other processes can open (interprocess, without timing).

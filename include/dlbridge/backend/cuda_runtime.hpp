@@ -88,6 +88,12 @@ struct Runtime {
   cuda_error (*ipc_close_mem_handle)(void*) = nullptr;
   cuda_error (*ipc_get_event_handle)(ipc_event_handle*, cuda_event) = nullptr;
   cuda_error (*ipc_open_event_handle)(cuda_event*, ipc_event_handle) = nullptr;
+  // The driver's entry points by name (CUDA >= 11.3; ByVersion since 12.5),
+  // for what only the driver answers: an allocation's extent (cuda_ipc.hpp).
+  // Optional. CUDA 11 declares no last argument; passing NULL there is harmless.
+  cuda_error (*get_driver_entry_point)(const char*, void**, unsigned long long, int*) = nullptr;
+  cuda_error (*get_driver_entry_point_by_version)(const char*, void**, unsigned, unsigned long long,
+                                                  int*) = nullptr;
 
   std::string error_text(cuda_error code) const {
     const char* text = get_error_string ? get_error_string(code) : nullptr;
@@ -255,6 +261,9 @@ class RuntimeLoader {
       bind(library, "cudaIpcCloseMemHandle", rt.ipc_close_mem_handle, optional);
       bind(library, "cudaIpcGetEventHandle", rt.ipc_get_event_handle, optional);
       bind(library, "cudaIpcOpenEventHandle", rt.ipc_open_event_handle, optional);
+      bind(library, "cudaGetDriverEntryPoint", rt.get_driver_entry_point, optional);
+      bind(library, "cudaGetDriverEntryPointByVersion", rt.get_driver_entry_point_by_version,
+           optional);
     }
     return ok;
   }
