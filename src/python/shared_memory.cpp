@@ -246,8 +246,7 @@ namespace {
 
 Tensor tensor_in_segment(std::shared_ptr<SharedSegment> segment, const TensorView& view) {
   SharedSegmentRegistry::instance().add(segment);
-  return tensor_from_managed(ManagedTensor::adopt(
-      make_versioned(view, hold_segment(std::move(segment)), view.flags())));
+  return tensor_over(view, hold_segment(std::move(segment)));
 }
 
 // A new compact host tensor in a new segment, zero-filled; flags as given.
