@@ -22,7 +22,7 @@
 #include <immintrin.h>
 #endif
 
-#include "platform.hpp"
+#include "../../platform/platform.hpp"
 
 namespace dlbridge::detail {
 

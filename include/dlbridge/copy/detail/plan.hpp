@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "../layout.hpp"
+#include "../../layout.hpp"
 
 namespace dlbridge::detail {
 
