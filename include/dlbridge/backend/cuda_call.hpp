@@ -23,12 +23,15 @@ inline const Runtime& loaded_runtime(RuntimeLoader& loader) {
   return *rt;
 }
 
+// The fix for a failed call, unless the caller knows a better one.
+inline constexpr const char* failed_call_hint =
+    "Check the device with nvidia-smi; an earlier kernel fault makes every later call fail.";
+
 // Nothing for success; otherwise device_unavailable with the runtime's words
 // for `what` ("copying from cuda:0 to cpu"). The runtime's last error is
 // cleared, so that it does not surface in an unrelated later call.
 inline void check(const Runtime& rt, cuda_error status, const std::string& what,
-                  const char* hint = "Check the device with nvidia-smi; an earlier kernel fault "
-                                     "makes every later call fail.") {
+                  const char* hint = failed_call_hint) {
   if (status == success) return;
   rt.get_last_error();
   dlbridge::detail::fail(ErrorCode::device_unavailable,
