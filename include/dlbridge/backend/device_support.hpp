@@ -1,8 +1,9 @@
 // Whether a device is here, asked in one place: served_backend answers with
 // the backend that serves the device or with the coded error that says why
 // none does (unsupported_device_type: no backend serves the type in this
-// build; device_unavailable: the backend's own reason, what it tried). The
-// plans of exchange/ and the copies of copy/transfer.hpp ask through it, each
+// build; device_unavailable: the backend's own reason, what it tried);
+// backend_if_here is the same question where absence is no error. The plans
+// of exchange/ and the copies of copy/transfer.hpp ask through them, each
 // device once, and keep the backend that answered. The registry is passed as
 // Registry&, default_registry() unless the caller installed its own.
 #pragma once
@@ -64,32 +65,38 @@ inline std::shared_ptr<backend::DeviceBackend> served_backend(
   return b;
 }
 
+// served_backend where an absent device is no error: the backend, or NULL
+// when no backend serves the type or the device is not here (then no
+// runtime in this process can have queued work on its memory).
+inline std::shared_ptr<backend::DeviceBackend> backend_if_here(
+    Device device, backend::Registry& registry = backend::default_registry()) {
+  auto b = registry.find(device.type);
+  if (b && !b->availability(device).available) return nullptr;
+  return b;
+}
+
 // The backend whose queued work a copy out of `source` waits for. Host
 // memory has none. Device memory needs its backend (or the error why not).
 // Host-accessible memory of a device family (CUDA managed memory) uses its
-// backend when one is here; without one, no work can have been queued.
+// backend when one is here.
 inline std::shared_ptr<backend::DeviceBackend> source_backend(
     Device source, backend::Registry& registry = backend::default_registry()) {
   if (backend::stream_family(source.type) == backend::StreamFamily::host) return nullptr;
   if (!is_host_accessible(source.type)) return served_backend(source, registry);
-  auto b = registry.find(source.type);
-  if (b && !b->availability(source).available) return nullptr;
-  return b;
+  return backend_if_here(source, registry);
 }
 
 // The backend that orders `consumer_stream` after the memory of `device`
 // without a copy (make_ready_on, and an exchange plan that copies nothing):
 // NULL when there is nothing to order. Memory the host reads needs no
-// stream, stream None or -1 asks for no ordering, and a device whose backend
-// is absent here cannot have work queued by this process.
+// stream, stream None or -1 asks for no ordering, and a device absent here
+// has no work queued by this process (backend_if_here).
 inline std::shared_ptr<backend::DeviceBackend> ready_backend(
     Device device, StreamArg consumer_stream,
     backend::Registry& registry = backend::default_registry()) {
   if (is_host_accessible(device.type) || !consumer_stream.given || consumer_stream.value == -1)
     return nullptr;
-  auto b = registry.find(device.type);
-  if (!b || !b->availability(device).available) return nullptr;
-  return b;
+  return backend_if_here(device, registry);
 }
 
 }  // namespace dlbridge
