@@ -22,7 +22,7 @@
 // - Page faults (getrusage) per call and the kernel's huge-page and
 //   compaction counters (/proc/vmstat) are reported beside the speed, not
 //   folded into it; the load average is recorded at the start and the end.
-#include <dlbridge/copy.hpp>
+#include <dlbridge/copy/copy.hpp>
 
 #include <sys/resource.h>
 

@@ -1,5 +1,5 @@
 // New compact host tensors, owned by the ManagedTensor that describes them
-// (the deleter frees the buffer). The raw host memory is host_memory.hpp's.
+// (the deleter frees the buffer). The raw host memory is platform/host_memory.hpp's.
 #pragma once
 
 #include <cstdint>
@@ -10,8 +10,8 @@
 
 #include "error.hpp"
 #include "export.hpp"
-#include "host_memory.hpp"
 #include "layout.hpp"
+#include "platform/host_memory.hpp"
 #include "tensor_view.hpp"
 
 namespace dlbridge {

@@ -1,42 +1,7 @@
-// Carrying out an exchange plan, from either side: the copy (between
-// devices, ordered on the consumer's stream) or, without one, the stream
-// wait that makes the tensor's own memory ready for the consumer. The plan
-// (plan_export in producer.hpp, plan_import in consumer.hpp) already asked
-// every device involved whether it is here; nothing here asks again.
+// Deprecated include path, kept for one release: the header is now
+// <dlbridge/exchange/carry_out.hpp> (the plans of an exchange live in
+// include/dlbridge/exchange/). Include that instead; this forwarder goes away
+// in the next release.
 #pragma once
 
-#include <optional>
-
-#include "copy.hpp"
-#include "managed_tensor.hpp"
-#include "request.hpp"
-#include "tensor_view.hpp"
-#include "transfer.hpp"
-
-namespace dlbridge {
-
-// The copy the plan asks for, with `copy_flags` (READ_ONLY never; the
-// source's sub-byte padding always); or, when the plan copies nothing,
-// nullopt: the result is `view` itself, relabelled to plan.target
-// (view.with_device), whose pending device work the consumer's stream now
-// waits for.
-inline std::optional<ManagedTensor> carry_out(const TensorView& view, const ExchangePlan& plan,
-                                              StreamArg stream = {},
-                                              uint64_t copy_flags = DLBRIDGE_FLAG_IS_COPIED,
-                                              const CopyOptions& host = {}) {
-  if (!plan.copy) {
-    make_ready_on(view, stream);
-    return std::nullopt;
-  }
-  if (!plan.to) {  // host to host (host_only_copy): the CPU copy engine alone
-    validate_stream(plan.target, stream);
-    return copy_to_compact(view, copy_flags & ~uint64_t(DLBRIDGE_FLAG_READ_ONLY), host);
-  }
-  TransferOptions options;
-  options.stream = stream;
-  options.flags = copy_flags;
-  options.host = host;
-  return detail::copy_along(view, plan.target, plan.to, plan.from, options);
-}
-
-}  // namespace dlbridge
+#include "exchange/carry_out.hpp"

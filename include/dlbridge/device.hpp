@@ -84,6 +84,14 @@ inline std::string device_type_label(int32_t value) {
   return std::to_string(value);
 }
 
+// The sentence every unsupported_device_type message starts with (JAX's,
+// which users search for), whether the type came in a dl_device request or
+// in a tensor handed over for import.
+inline std::string unsupported_device_sentence(int32_t type) {
+  return "The device specification passed to to_dlpack contains an unsupported "
+         "device type (DLDeviceType: " + device_type_label(type) + ").";
+}
+
 struct Device {
   DeviceType type = abi::kDLCPU;
   int32_t id = 0;

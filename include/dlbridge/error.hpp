@@ -36,7 +36,8 @@ namespace dlbridge {
   X(unsupported_layout, "LayoutError", "DLPackError",                                       \
     "Strides or offsets the target cannot represent without a forbidden copy.")             \
   X(read_only, "ReadOnlyError", "DLPackError",                                              \
-    "Read-only data requested as writable, or as a legacy capsule without copy=True.")      \
+    "Read-only data requested as writable (convert with copy=False included), or as a "    \
+    "legacy capsule without copy=True.")                                                   \
   X(unsupported_version, "VersionError", "DLPackError",                                     \
     "A DLPack major version from the future, or a max_version that cannot be met.")         \
   X(copy_required, "CopyRequiredError", "DLPackError ValueError",                           \

@@ -8,8 +8,8 @@
 #include <utility>
 
 #include "abi.hpp"
-#include "detail/platform.hpp"
 #include "managed_tensor.hpp"
+#include "platform/platform.hpp"
 #include "tensor_view.hpp"
 
 namespace dlbridge {
@@ -90,7 +90,7 @@ inline abi::DLManagedTensor* make_legacy(const TensorView& view,
                                          std::shared_ptr<void> owner,
                                          uint64_t flags,
                                          ExportDims dims = ExportDims::copy) {
-  detail::check_legacy_flags(flags);
+  detail::check_legacy_can_carry(flags);
   return detail::ExportContext<abi::DLManagedTensor>::make(view, std::move(owner), dims);
 }
 

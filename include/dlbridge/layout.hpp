@@ -10,9 +10,9 @@
 #include <optional>
 #include <string>
 
-#include "detail/platform.hpp"
 #include "dtype.hpp"
 #include "error.hpp"
+#include "platform/platform.hpp"
 
 namespace dlbridge {
 

@@ -59,8 +59,9 @@ inline void check_legacy_padding(uint64_t flags) {
          "Request max_version=(1, 3).");
 }
 
-// What a legacy struct cannot express, refused before it is built.
-inline void check_legacy_flags(uint64_t flags) {
+// Refuses the flags a legacy struct cannot carry (it has no flags field),
+// before one is built.
+inline void check_legacy_can_carry(uint64_t flags) {
   check_legacy_padding(flags);
   if (flags & DLBRIDGE_FLAG_READ_ONLY) refuse_read_only_legacy();
 }
@@ -77,14 +78,14 @@ class ManagedTensor {
   ManagedTensor(ManagedTensor&& other) noexcept
       : versioned_(std::exchange(other.versioned_, nullptr)),
         legacy_(std::exchange(other.legacy_, nullptr)),
-        legacy_flags_(other.legacy_flags_),
+        assumed_flags_(other.assumed_flags_),
         view_(std::move(other.view_)) {}
   ManagedTensor& operator=(ManagedTensor&& other) noexcept {
     if (this != &other) {
       reset();
       versioned_ = std::exchange(other.versioned_, nullptr);
       legacy_ = std::exchange(other.legacy_, nullptr);
-      legacy_flags_ = other.legacy_flags_;
+      assumed_flags_ = other.assumed_flags_;
       view_ = std::move(other.view_);
     }
     return *this;
@@ -156,7 +157,7 @@ class ManagedTensor {
                    "Report it to the producing library.");
     ManagedTensor out;
     out.legacy_ = m;
-    out.legacy_flags_ = assumed_flags;
+    out.assumed_flags_ = assumed_flags;
     out.view_.assign(m->dl_tensor, assumed_flags, policy);
     return out;
   }
@@ -186,7 +187,7 @@ class ManagedTensor {
     wrapper->outer.version = dlpack_version;
     wrapper->outer.manager_ctx = wrapper.get();
     wrapper->outer.deleter = &W::destroy;
-    wrapper->outer.flags = legacy_flags_;
+    wrapper->outer.flags = assumed_flags_;
     return &wrapper.release()->outer;
   }
 
@@ -195,11 +196,11 @@ class ManagedTensor {
   // so are padded sub-byte elements; the tensor stays owned here then.
   abi::DLManagedTensor* release_legacy() {
     if (legacy_) {
-      detail::check_legacy_flags(legacy_flags_);
+      detail::check_legacy_can_carry(assumed_flags_);
       return std::exchange(legacy_, nullptr);
     }
     if (!versioned_) return nullptr;
-    detail::check_legacy_flags(versioned_->flags);
+    detail::check_legacy_can_carry(versioned_->flags);
     using W = detail::Wrapper<abi::DLManagedTensor, abi::DLManagedTensorVersioned>;
     auto* wrapper = new W;
     wrapper->inner = std::exchange(versioned_, nullptr);
@@ -213,13 +214,13 @@ class ManagedTensor {
   void reset() noexcept {
     run_deleter();
     view_ = TensorView();
-    legacy_flags_ = 0;
+    assumed_flags_ = 0;
   }
 
   void swap(ManagedTensor& other) noexcept {
     std::swap(versioned_, other.versioned_);
     std::swap(legacy_, other.legacy_);
-    std::swap(legacy_flags_, other.legacy_flags_);
+    std::swap(assumed_flags_, other.assumed_flags_);
     std::swap(view_, other.view_);
   }
 
@@ -241,7 +242,9 @@ class ManagedTensor {
 
   abi::DLManagedTensorVersioned* versioned_ = nullptr;
   abi::DLManagedTensor* legacy_ = nullptr;
-  uint64_t legacy_flags_ = 0;
+  // What the caller knows of a legacy tensor, which carries no flags (see
+  // adopt); the flags of the versioned struct release_versioned wraps it in.
+  uint64_t assumed_flags_ = 0;
   TensorView view_;
 };
 

@@ -11,7 +11,6 @@
 
 #include "abi.hpp"
 #include "device.hpp"
-#include "device_request.hpp"
 #include "dtype.hpp"
 #include "error.hpp"
 #include "layout.hpp"

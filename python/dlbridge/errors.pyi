@@ -29,7 +29,7 @@ class LayoutError(DLPackError):
     """Strides or offsets the target cannot represent without a forbidden copy."""
 
 class ReadOnlyError(DLPackError):
-    """Read-only data requested as writable, or as a legacy capsule without copy=True."""
+    """Read-only data requested as writable (convert with copy=False included), or as a legacy capsule without copy=True."""
 
 class VersionError(DLPackError):
     """A DLPack major version from the future, or a max_version that cannot be met."""

@@ -10,7 +10,7 @@
 #include <nanobind/stl/string.h>
 
 #include <dlbridge/dlbridge.hpp>
-#include <dlbridge/copy.hpp>
+#include <dlbridge/copy/copy.hpp>
 #include <dlbridge/exchange_api.hpp>
 
 #include <memory>

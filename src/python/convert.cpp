@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include <dlbridge/convert_plan.hpp>
+#include <dlbridge/exchange/plan_convert.hpp>
 
 #include "bindings.hpp"
 #include "entry_points.hpp"

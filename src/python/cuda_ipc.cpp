@@ -39,7 +39,7 @@
 #include <thread>
 
 #include <dlbridge/backend/cuda_ipc.hpp>
-#include <dlbridge/backend/transfer.hpp>
+#include <dlbridge/copy/transfer.hpp>
 
 #include "gil.hpp"
 #include "pickling.hpp"
@@ -327,8 +327,7 @@ Tensor open_device_share(const std::string& name, uint64_t ticket, const BufferL
         std::move(reference), std::move(e));
     return tensor_over(view, std::move(owner));
   }
-  const backend::Availability available = backend::availability(device);
-  if (!available.available) fail_unavailable_device(device, available.reason);
+  (void)served_backend(device);
   auto import = std::make_shared<DeviceImport>();
   import->device = device;
   import->segment = segment;

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <string>
 
-#include <dlbridge/detail/platform.hpp>
+#include <dlbridge/platform/platform.hpp>
 
 #include "bindings.hpp"
 

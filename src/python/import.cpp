@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include <dlbridge/consumer.hpp>
+#include <dlbridge/exchange/plan_import.hpp>
 
 #include "array_like.hpp"
 #include "bindings.hpp"
@@ -26,7 +26,7 @@ namespace {
 Tensor finish_import(Tensor t, const ExchangeRequest& request, bool copied_by_producer) {
   // plan_import's identity case, skipped: from_dlpack(x) of a tensor.
   if (asks_nothing(request)) return t;
-  const ImportPlan plan = plan_import(t.view(), request, copied_by_producer);
+  const ExchangePlan plan = plan_import(t.view(), request, copied_by_producer);
   return carry_out_plan(std::move(t), plan, request.stream);
 }
 
@@ -256,7 +256,7 @@ void bind_import(nb::module_& m) {
   m.def("empty",
         [](nb::handle shape, nb::handle dtype, nb::handle device, bool shared) {
           Device target = device_from_python(device);
-          require_served(target);
+          (void)served_backend(target);
           std::vector<int64_t> dims;
           // An int is a 1-d shape, checked like a tuple's entries (a huge
           // one is a ValueError, not a failed cast).

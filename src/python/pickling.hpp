@@ -10,7 +10,7 @@
 #include <vector>
 
 #include <dlbridge/buffer_view.hpp>
-#include <dlbridge/shared_memory.hpp>
+#include <dlbridge/platform/shared_memory.hpp>
 
 #include "bindings.hpp"
 

@@ -6,8 +6,8 @@
 
 #include <string>
 
-#include <dlbridge/carry_out.hpp>
-#include <dlbridge/consumer.hpp>
+#include <dlbridge/exchange/carry_out.hpp>
+#include <dlbridge/exchange/plan_import.hpp>
 
 #include "bindings.hpp"
 #include "entry_points.hpp"
@@ -191,7 +191,7 @@ nb::object export_capsule(const Tensor& tensor, const ExchangeRequest& request) 
     return export_capsule(Tensor(tensor.storage(), v.with_flags(v.flags() & ~DLBRIDGE_FLAG_READ_ONLY)),
                           request);
   }
-  const ExportPlan plan = plan_export(tensor.view(), request);
+  const ExchangePlan plan = plan_export(tensor.view(), request);
   return make_capsule(carry_out_plan(tensor, plan, request.stream), plan.format,
                       plan.copy ? DLBRIDGE_FLAG_IS_COPIED : 0);
 }

@@ -7,8 +7,8 @@
 #include "support/error_of.hpp"
 #include "support/fake_backend.hpp"
 
-#include <dlbridge/transfer.hpp>
-#include <dlbridge/producer.hpp>
+#include <dlbridge/copy/transfer.hpp>
+#include <dlbridge/exchange/plan_export.hpp>
 
 #include <cstdlib>
 #include <fstream>
@@ -22,11 +22,10 @@
 namespace {
 
 using dlbridge::Device;
-using dlbridge::DeviceSupport;
 using dlbridge::DType;
 using dlbridge::Error;
 using dlbridge::ErrorCode;
-using dlbridge::ExportRequest;
+using dlbridge::ExchangeRequest;
 using dlbridge::ManagedTensor;
 using dlbridge::StreamArg;
 using dlbridge::TensorView;
@@ -194,16 +193,20 @@ TEST(CudaBackend, WithoutARuntimeEveryEntryPointFailsCleanly) {
 }
 
 bool cuda_present() {
-  return backend::availability(Device{dlabi::kDLCUDA, 0}).available;
+  const Device cuda0{dlabi::kDLCUDA, 0};
+  return backend::default_registry().find(cuda0.type)->availability(cuda0).available;
 }
 
 TEST(CudaBackend, DefaultReportsUnavailableHereWithAReason) {
   if (cuda_present()) GTEST_SKIP() << "a CUDA device is present; this checks its absence";
-  EXPECT_EQ(dlbridge::device_support(Device{dlabi::kDLCUDA, 0}), DeviceSupport::unavailable);
-  EXPECT_EQ(dlbridge::device_support(Device{dlabi::kDLCUDAHost, 0}), DeviceSupport::unavailable);
+  for (auto type : {dlabi::kDLCUDA, dlabi::kDLCUDAHost}) {
+    auto absent = error_of([&] { dlbridge::served_backend(Device{type, 0}); });
+    ASSERT_TRUE(absent);
+    EXPECT_EQ(absent->code(), ErrorCode::device_unavailable);
+  }
   std::vector<float> data = iota(4);
   TensorView v = TensorView::from_data(data.data(), f32, {4});
-  ExportRequest request;
+  ExchangeRequest request;
   request.device = Device{dlabi::kDLCUDA, 0};
   auto e = error_of([&] { dlbridge::plan_export(v, request); });
   ASSERT_TRUE(e);
@@ -220,7 +223,7 @@ TEST(CudaBackend, DeviceMemoryCannotBeCopiedWithoutTheRuntime) {
   auto copy = error_of([&] { dlbridge::copy_to_device(v, cpu); });
   ASSERT_TRUE(copy);
   EXPECT_EQ(copy->code(), ErrorCode::device_unavailable);
-  ExportRequest to_host;
+  ExchangeRequest to_host;
   to_host.device = cpu;
   auto plan = error_of([&] { dlbridge::plan_export(v, to_host); });
   ASSERT_TRUE(plan);

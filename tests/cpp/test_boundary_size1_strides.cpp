@@ -4,7 +4,7 @@
 // ASan+UBSan build of this test is what catches an unchecked multiply.
 #include <gtest/gtest.h>
 
-#include <dlbridge/copy.hpp>
+#include <dlbridge/copy/copy.hpp>
 
 #include <cstdint>
 #include <cstring>

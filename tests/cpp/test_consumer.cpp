@@ -1,4 +1,4 @@
-// plan_import (consumer.hpp) and carry_out on the receiving side: what
+// plan_import (exchange/plan_import.hpp) and carry_out on the receiving side: what
 // from_dlpack does with the tensor a producer delivered, for each request;
 // driven through a fake kDLExtDev backend that counts its availability
 // checks.
@@ -7,8 +7,8 @@
 #include "support/error_of.hpp"
 #include "support/fake_device_test.hpp"
 
-#include <dlbridge/carry_out.hpp>
-#include <dlbridge/consumer.hpp>
+#include <dlbridge/exchange/carry_out.hpp>
+#include <dlbridge/exchange/plan_import.hpp>
 
 #include <memory>
 #include <optional>
@@ -20,8 +20,8 @@ using dlbridge::Device;
 using dlbridge::DType;
 using dlbridge::Error;
 using dlbridge::ErrorCode;
-using dlbridge::ImportPlan;
-using dlbridge::ImportRequest;
+using dlbridge::ExchangePlan;
+using dlbridge::ExchangeRequest;
 using dlbridge::ManagedTensor;
 using dlbridge::TensorView;
 using test_support::error_of;
@@ -38,8 +38,8 @@ using test_support::f32;
 
 struct Consumer : test_support::FakeDeviceTest {
 
-  static ImportRequest request(std::optional<Device> device, std::optional<bool> copy = {}) {
-    ImportRequest r;
+  static ExchangeRequest request(std::optional<Device> device, std::optional<bool> copy = {}) {
+    ExchangeRequest r;
     r.device = device;
     r.copy = copy;
     return r;
@@ -47,7 +47,7 @@ struct Consumer : test_support::FakeDeviceTest {
 };
 
 TEST_F(Consumer, APlainRequestTakesTheTensorAsItIs) {
-  ImportPlan p = dlbridge::plan_import(host, request(std::nullopt));
+  ExchangePlan p = dlbridge::plan_import(host, request(std::nullopt));
   EXPECT_FALSE(p.copy);
   EXPECT_EQ(p.target, cpu);
   EXPECT_FALSE(dlbridge::carry_out(host, p));
@@ -56,13 +56,13 @@ TEST_F(Consumer, APlainRequestTakesTheTensorAsItIs) {
   EXPECT_TRUE(dlbridge::asks_nothing(request(std::nullopt)));
   EXPECT_FALSE(dlbridge::asks_nothing(request(std::nullopt, false)));
   EXPECT_FALSE(dlbridge::asks_nothing(request(cpu)));
-  ImportRequest aligned = request(std::nullopt);
+  ExchangeRequest aligned = request(std::nullopt);
   aligned.require.min_alignment = 64;
   EXPECT_FALSE(dlbridge::asks_nothing(aligned));
 }
 
 TEST_F(Consumer, AnotherDeviceIsACopyThatAsksTheDeviceOnce) {
-  ImportPlan p = dlbridge::plan_import(host, request(ext0));
+  ExchangePlan p = dlbridge::plan_import(host, request(ext0));
   EXPECT_TRUE(p.copy);
   EXPECT_EQ(p.target, ext0);
   std::optional<ManagedTensor> out = dlbridge::carry_out(host, p);
@@ -104,7 +104,7 @@ TEST_F(Consumer, CopyTrueCopiesUnlessTheProducerAlreadyDid) {
 
 TEST_F(Consumer, HostAccessibleMemoryReachesTheCpuRelabelled) {
   for (auto type : {dlabi::kDLCUDAHost, dlabi::kDLCUDAManaged}) {
-    ImportPlan p = dlbridge::plan_import(host.with_device(Device{type, 0}), request(cpu, false));
+    ExchangePlan p = dlbridge::plan_import(host.with_device(Device{type, 0}), request(cpu, false));
     EXPECT_FALSE(p.copy);
     EXPECT_EQ(p.target, cpu);
   }
@@ -112,7 +112,7 @@ TEST_F(Consumer, HostAccessibleMemoryReachesTheCpuRelabelled) {
 
 TEST_F(Consumer, DeviceDataToTheHostIsACopyOnTheSourcesBackend) {
   TensorView on_fake = host.with_device(ext0);
-  ImportPlan p = dlbridge::plan_import(on_fake, request(cpu));
+  ExchangePlan p = dlbridge::plan_import(on_fake, request(cpu));
   EXPECT_TRUE(p.copy);
   EXPECT_EQ(p.from, fake);
   std::optional<ManagedTensor> out = dlbridge::carry_out(on_fake, p);
@@ -123,17 +123,17 @@ TEST_F(Consumer, DeviceDataToTheHostIsACopyOnTheSourcesBackend) {
 }
 
 TEST_F(Consumer, AnUnmetRequirementIsMetByACopy) {
-  ImportRequest writable = request(std::nullopt);
+  ExchangeRequest writable = request(std::nullopt);
   writable.require.require_writable = true;
   TensorView readonly = host.with_flags(DLBRIDGE_FLAG_READ_ONLY);
-  ImportPlan p = dlbridge::plan_import(readonly, writable);
+  ExchangePlan p = dlbridge::plan_import(readonly, writable);
   EXPECT_TRUE(p.copy);
   std::optional<ManagedTensor> out = dlbridge::carry_out(readonly, p);
   ASSERT_TRUE(out);
   EXPECT_FALSE(out->view().readonly());
   EXPECT_EQ(read(out->view()), data);
 
-  ImportRequest compact = request(std::nullopt);
+  ExchangeRequest compact = request(std::nullopt);
   compact.require.require_c_contiguous = true;
   TensorView transposed = TensorView::from_data(data.data(), f32, {3, 2}, {1, 3});
   std::optional<ManagedTensor> t =
@@ -146,7 +146,7 @@ TEST_F(Consumer, AnUnmetRequirementIsMetByACopy) {
 }
 
 TEST_F(Consumer, AnUnmetRequirementWithCopyFalseIsTheRequirementsError) {
-  ImportRequest writable = request(std::nullopt, false);
+  ExchangeRequest writable = request(std::nullopt, false);
   writable.require.require_writable = true;
   auto e = error_of([&] {
     dlbridge::plan_import(host.with_flags(DLBRIDGE_FLAG_READ_ONLY), writable);
@@ -157,17 +157,36 @@ TEST_F(Consumer, AnUnmetRequirementWithCopyFalseIsTheRequirementsError) {
 
 TEST_F(Consumer, HostAccessIsMetByACopyToTheCpuUnlessADeviceIsNamed) {
   TensorView on_fake = host.with_device(ext0);
-  ImportRequest r = request(std::nullopt);
+  ExchangeRequest r = request(std::nullopt);
   r.require.require_host_accessible = true;
-  ImportPlan p = dlbridge::plan_import(on_fake, r);
+  ExchangePlan p = dlbridge::plan_import(on_fake, r);
   EXPECT_TRUE(p.copy);
   EXPECT_EQ(p.target, cpu);
-  for (ImportRequest refused : {request(std::nullopt, false), request(ext0)}) {
+  for (ExchangeRequest refused : {request(std::nullopt, false), request(ext0)}) {
     refused.require.require_host_accessible = true;
     auto e = error_of([&] { dlbridge::plan_import(on_fake, refused); });
     ASSERT_TRUE(e);
     EXPECT_EQ(e->code(), ErrorCode::device_unavailable);
   }
+}
+
+// The caller's stream is ordered after a device tensor taken as it is
+// through the backend of the registry plan_import was given.
+TEST_F(Consumer, AZeroCopyImportWaitsThroughThePlansRegistry) {
+  auto own_fake = std::make_shared<FakeBackend>();
+  dlbridge::backend::Registry own;
+  own.set(dlabi::kDLExtDev, own_fake);
+  TensorView on_fake = host.with_device(ext0);
+  ExchangeRequest r = request(std::nullopt);
+  r.stream = dlbridge::StreamArg{true, 9};
+  ExchangePlan p = dlbridge::plan_import(on_fake, r, false, own);
+  EXPECT_FALSE(p.copy);
+  EXPECT_EQ(p.from, own_fake);
+  EXPECT_FALSE(dlbridge::carry_out(on_fake, p, r.stream));
+  EXPECT_EQ(own_fake->waits.size(), 1u);
+  EXPECT_EQ(own_fake->availability_calls, 1);
+  EXPECT_TRUE(fake->waits.empty());
+  EXPECT_EQ(fake->availability_calls, 0);
 }
 
 }  // namespace

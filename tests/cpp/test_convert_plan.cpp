@@ -7,10 +7,13 @@
 #include <gtest/gtest.h>
 
 #include "support/error_of.hpp"
+#include "support/fake_backend.hpp"
 
-#include <dlbridge/convert_plan.hpp>
+#include <dlbridge/backend/registry.hpp>
+#include <dlbridge/exchange/plan_convert.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -268,6 +271,23 @@ TEST(PlanConvert, DevicesTheTargetDoesNotImport) {
   EXPECT_NE(e->message().find("(DLDeviceType: kDLOpenCL)"), std::string::npos) << e->message();
   EXPECT_NE(e->message().find("torch imports kDLCPU, kDLCUDA"), std::string::npos) << e->message();
   EXPECT_EQ(plan(opencl, anything(), false).copy, CopyBy::none);
+}
+
+// dlbridge's copy of device memory is made on the device: the registry
+// passed in is the one asked whether it is here, not the default one.
+TEST(PlanConvert, ACopyOnADeviceAsksTheRegistryItIsGiven) {
+  const TensorView on_ext = view_of({4}, {}, f32, Device{dlabi::kDLExtDev, 0});
+  auto fake = std::make_shared<test_support::FakeBackend>();
+  dlbridge::backend::Registry own;
+  own.set(dlabi::kDLExtDev, fake);
+  const ConvertPlan p = dlbridge::plan_convert(on_ext, Writability::writable, anything(), true, own);
+  EXPECT_EQ(p.copy, CopyBy::dlbridge);
+  EXPECT_EQ(fake->availability_calls, 1);
+  // The default registry serves no kDLExtDev.
+  EXPECT_EQ(refusal(on_ext, anything(), true), ErrorCode::unsupported_device_type);
+  // Without a copy no device is asked.
+  (void)dlbridge::plan_convert(on_ext, Writability::writable, anything(), std::nullopt, own);
+  EXPECT_EQ(fake->availability_calls, 1);
 }
 
 TEST(PlanConvert, CopyTrueIsAlwaysExactlyOnePrivateCopy) {

@@ -4,7 +4,7 @@
 // threaded paths, overlapping operands and every refusal.
 #include <gtest/gtest.h>
 
-#include <dlbridge/copy.hpp>
+#include <dlbridge/copy/copy.hpp>
 
 #include <algorithm>
 #include <atomic>

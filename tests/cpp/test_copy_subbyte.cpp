@@ -6,7 +6,7 @@
 // so AddressSanitizer sees any read or write past them.
 #include <gtest/gtest.h>
 
-#include <dlbridge/copy.hpp>
+#include <dlbridge/copy/copy.hpp>
 
 #include <algorithm>
 #include <atomic>

@@ -7,7 +7,7 @@
 #include "support/cuda_sim.hpp"
 #include "support/error_of.hpp"
 
-#include <dlbridge/transfer.hpp>
+#include <dlbridge/copy/transfer.hpp>
 
 #include <dlfcn.h>
 #include <unistd.h>
@@ -211,8 +211,7 @@ TEST(CudaSimBackend, StreamArgumentsAreCheckedBeforeAnyWork) {
   auto code_of = [&](Device target, dlb::StreamArg stream) {
     dlb::TransferOptions o;
     o.stream = stream;
-    o.registry = &sim().registry;
-    auto e = error_of([&] { dlb::copy_to_device(view, target, o); });
+    auto e = error_of([&] { dlb::copy_to_device(view, target, o, sim().registry); });
     return e ? e->code() : ErrorCode::invalid_argument;
   };
   cudasim_reset_counts();
@@ -223,8 +222,7 @@ TEST(CudaSimBackend, StreamArgumentsAreCheckedBeforeAnyWork) {
   // -1: the consumer synchronises itself; the copy is still queued.
   dlb::TransferOptions o;
   o.stream = {true, -1};
-  o.registry = &sim().registry;
-  dlb::ManagedTensor t = dlb::copy_to_device(view, cuda0, o);
+  dlb::ManagedTensor t = dlb::copy_to_device(view, cuda0, o, sim().registry);
   EXPECT_EQ(cudasim_count("host_to_device"), 1);
   test_support::settle();
   // The CUDA defaults mean nothing on ROCm, and other families take any
@@ -245,7 +243,8 @@ TEST(CudaSimBackend, StreamArgumentsAreCheckedBeforeAnyWork) {
 // names, as the Python package does.
 TEST(CudaSimBackend, DefaultRegistryLoadsTheRuntimeTheEnvironmentNames) {
   setenv("DLBRIDGE_CUDART_PATH", test_support::cudasim_path(), 1);
-  const backend::Availability a = backend::availability(cuda1);
+  const backend::Availability a =
+      backend::default_registry().find(dlabi::kDLCUDA)->availability(cuda1);
   unsetenv("DLBRIDGE_CUDART_PATH");
   ASSERT_TRUE(a.available) << a.reason;
   std::vector<int32_t> host(16, 9);

@@ -11,7 +11,7 @@
 
 #include "support/cuda_sim.hpp"
 
-#include <dlbridge/transfer.hpp>
+#include <dlbridge/copy/transfer.hpp>
 
 #include <vector>
 
@@ -39,7 +39,6 @@ dlb::TransferOptions options(dlb::StreamArg consumer = {}, dlb::StreamArg produc
   dlb::TransferOptions o;
   o.stream = consumer;
   o.source_stream = producer;
-  o.registry = &sim().registry;
   return o;
 }
 
@@ -68,8 +67,8 @@ TEST_F(CudaSimHandOff, DeviceCopyOnTheConsumersStreamSeesTheProducersWrite) {
   SimMemory data(dlabi::kDLCUDA, 0, n);
   SimStream producer, consumer;
   pending_write(data.data, producer.handle);
-  dlb::ManagedTensor copy = dlb::copy_to_device(bytes_at(data.data, cuda0), cuda0,
-                                                options(consumer.arg(), producer.arg()));
+  dlb::ManagedTensor copy = dlb::copy_to_device(
+      bytes_at(data.data, cuda0), cuda0, options(consumer.arg(), producer.arg()), sim().registry);
   ASSERT_EQ(cudaStreamSynchronize(consumer.handle), cudaSuccess);
   EXPECT_TRUE(all_equal(copy.view().data(), 7));
 }
@@ -80,8 +79,8 @@ TEST_F(CudaSimHandOff, PerThreadProducerAndANonBlockingConsumer) {
   SimMemory data(dlabi::kDLCUDA, 0, n);
   SimStream consumer;
   pending_write(data.data, cudaStreamPerThread);
-  dlb::ManagedTensor copy = dlb::copy_to_device(bytes_at(data.data, cuda0), cuda0,
-                                                options(consumer.arg(), {true, 2}));
+  dlb::ManagedTensor copy = dlb::copy_to_device(
+      bytes_at(data.data, cuda0), cuda0, options(consumer.arg(), {true, 2}), sim().registry);
   ASSERT_EQ(cudaStreamSynchronize(consumer.handle), cudaSuccess);
   EXPECT_TRUE(all_equal(copy.view().data(), 7));
 }
@@ -92,10 +91,11 @@ TEST_F(CudaSimHandOff, PerThreadProducerAndANonBlockingConsumer) {
 TEST_F(CudaSimHandOff, ExportOrdersTheConsumersStreamAfterTheUpload) {
   ASSERT_EQ(cudasim_sleep_async(slow_us, cudaStreamLegacy), cudaSuccess);
   std::vector<unsigned char> host(n, 3);
-  dlb::ManagedTensor on_device = dlb::copy_to_device(bytes_at(host.data(), {}), cuda0, options());
+  dlb::ManagedTensor on_device =
+      dlb::copy_to_device(bytes_at(host.data(), {}), cuda0, options(), sim().registry);
   SimStream consumer;
   SimMemory seen(dlabi::kDLCUDAHost, 0, n);
-  dlb::make_ready_on(on_device.view(), consumer.arg(), &sim().registry);
+  dlb::make_ready_on(on_device.view(), consumer.arg(), sim().registry);
   ASSERT_EQ(cudaMemcpyAsync(seen.data, on_device.view().data(), n, cudaMemcpyDefault,
                             consumer.handle),
             cudaSuccess);
@@ -123,7 +123,8 @@ TEST_F(CudaSimHandOff, CopyToTheHostWaitsForTheProducer) {
   SimStream producer;
   pending_write(data.data, producer.handle);
   dlb::ManagedTensor copy =
-      dlb::copy_to_device(bytes_at(data.data, cuda0), {}, options({}, producer.arg()));
+      dlb::copy_to_device(bytes_at(data.data, cuda0), {}, options({}, producer.arg()),
+                          sim().registry);
   EXPECT_TRUE(all_equal(copy.view().data(), 7));
 }
 
@@ -134,7 +135,8 @@ TEST_F(CudaSimHandOff, ManagedSourceWaitsForItsProducer) {
   SimStream producer;
   pending_write(data.data, producer.handle);
   dlb::ManagedTensor copy =
-      dlb::copy_to_device(bytes_at(data.data, managed), {}, options({}, producer.arg()));
+      dlb::copy_to_device(bytes_at(data.data, managed), {}, options({}, producer.arg()),
+                          sim().registry);
   EXPECT_TRUE(all_equal(copy.view().data(), 7));
 }
 
@@ -144,8 +146,8 @@ TEST_F(CudaSimHandOff, AcrossDevicesTheHostWaitsForTheProducer) {
   SimMemory data(dlabi::kDLCUDA, 1, n);
   SimStream producer(1), consumer(0);
   pending_write(data.data, producer.handle);
-  dlb::ManagedTensor copy = dlb::copy_to_device(bytes_at(data.data, cuda1), cuda0,
-                                                options(consumer.arg(), producer.arg()));
+  dlb::ManagedTensor copy = dlb::copy_to_device(
+      bytes_at(data.data, cuda1), cuda0, options(consumer.arg(), producer.arg()), sim().registry);
   ASSERT_EQ(cudaStreamSynchronize(consumer.handle), cudaSuccess);
   EXPECT_TRUE(all_equal(copy.view().data(), 7));
 }
@@ -157,7 +159,8 @@ TEST_F(CudaSimHandOff, PinnedSourceIsReadBeforeTheCopyReturns) {
   SimMemory source(dlabi::kDLCUDAHost, 0, n);
   std::memset(source.data, 5, n);
   ASSERT_EQ(cudasim_sleep_async(slow_us, cudaStreamLegacy), cudaSuccess);
-  dlb::ManagedTensor copy = dlb::copy_to_device(bytes_at(source.data, pinned), cuda0, options());
+  dlb::ManagedTensor copy =
+      dlb::copy_to_device(bytes_at(source.data, pinned), cuda0, options(), sim().registry);
   std::memset(source.data, 6, n);  // the caller reuses its buffer
   settle();
   EXPECT_TRUE(all_equal(copy.view().data(), 5));
@@ -170,7 +173,8 @@ TEST_F(CudaSimHandOff, PinnedMemoryLabelledCpuIsReadBeforeTheCopyReturns) {
   SimMemory source(dlabi::kDLCUDAHost, 0, n);
   std::memset(source.data, 5, n);
   ASSERT_EQ(cudasim_sleep_async(slow_us, cudaStreamLegacy), cudaSuccess);
-  dlb::ManagedTensor copy = dlb::copy_to_device(bytes_at(source.data, {}), cuda0, options());
+  dlb::ManagedTensor copy =
+      dlb::copy_to_device(bytes_at(source.data, {}), cuda0, options(), sim().registry);
   std::memset(source.data, 6, n);
   settle();
   EXPECT_TRUE(all_equal(copy.view().data(), 5));

@@ -8,7 +8,7 @@
 
 #include "support/cuda_sim.hpp"
 
-#include <dlbridge/transfer.hpp>
+#include <dlbridge/copy/transfer.hpp>
 
 #include <string>
 #include <tuple>
@@ -109,9 +109,8 @@ TEST_P(CudaSimTransfer, CopiesEveryElementToTheTarget) {
       dlb::copy_to_compact(view_of(reference.data(), layout, dlb::Device{}));
   const size_t count = size_t(expected.view().size());
 
-  dlb::TransferOptions options;
-  options.registry = &sim().registry;
-  const dlb::ManagedTensor result = dlb::copy_to_device(view_of(src.data, layout, source), target, options);
+  const dlb::ManagedTensor result =
+      dlb::copy_to_device(view_of(src.data, layout, source), target, {}, sim().registry);
   const dlb::TensorView& r = result.view();
   EXPECT_EQ(r.device(), target);
   EXPECT_TRUE(r.is_c_contiguous());
@@ -143,7 +142,7 @@ INSTANTIATE_TEST_SUITE_P(AllPairs, CudaSimTransfer, ::testing::ValuesIn(all_case
 TEST(CudaSimEmpty, AllocatesOnTheTargetAndCopiesNothing) {
   cudasim_reset_counts();
   for (const Place& p : places()) {
-    const dlb::ManagedTensor t = dlb::empty_on(p.device, f32, {4, 5}, &sim().registry);
+    const dlb::ManagedTensor t = dlb::empty_on(p.device, f32, {4, 5}, sim().registry);
     EXPECT_EQ(t.view().device(), p.device);
     EXPECT_TRUE(t.view().is_c_contiguous());
     EXPECT_EQ(t.view().nbytes(), 80);
@@ -155,7 +154,7 @@ TEST(CudaSimEmpty, AllocatesOnTheTargetAndCopiesNothing) {
   EXPECT_EQ(cudasim_count("host_to_device") + cudasim_count("host_to_host"), 0);
   auto bad = [](std::vector<int64_t> shape, dlb::Device d) {
     try {
-      dlb::empty_on(d, f32, shape, &sim().registry);
+      dlb::empty_on(d, f32, shape, sim().registry);
     } catch (const dlb::Error& e) {
       return e.code();
     }
@@ -194,14 +193,12 @@ TEST(CudaSimTransferAcrossFamilies, GoesThroughTheHostBothWays) {
   registry.install(std::make_shared<dlb::backend::CpuBackend>());
   registry.install(sim().cuda);
   registry.install(std::make_shared<OtherFamily>());
-  dlb::TransferOptions options;
-  options.registry = &registry;
   const dlb::Device other{dlabi::kDLExtDev, 0}, cuda1{dlabi::kDLCUDA, 1};
   std::vector<float> values = base_values();
   const dlb::TensorView host = view_of(values.data(), layouts()[0], dlb::Device{});
-  const dlb::ManagedTensor on_other = dlb::copy_to_device(host, other, options);
-  const dlb::ManagedTensor on_cuda = dlb::copy_to_device(on_other.view(), cuda1, options);
-  const dlb::ManagedTensor back = dlb::copy_to_device(on_cuda.view(), other, options);
+  const dlb::ManagedTensor on_other = dlb::copy_to_device(host, other, {}, registry);
+  const dlb::ManagedTensor on_cuda = dlb::copy_to_device(on_other.view(), cuda1, {}, registry);
+  const dlb::ManagedTensor back = dlb::copy_to_device(on_cuda.view(), other, {}, registry);
   const size_t count = size_t(host.size());
   settle();
   EXPECT_EQ(peek<float>(on_cuda.view().data(), count), peek<float>(host.data(), count));

@@ -5,8 +5,8 @@
 
 #include "support/error_of.hpp"
 
+#include <dlbridge/exchange/plan_export.hpp>
 #include <dlbridge/export.hpp>
-#include <dlbridge/producer.hpp>
 
 #include <cstdint>
 #include <functional>
@@ -215,7 +215,7 @@ TEST(MakeLegacy, PaddedSubByteIsRefusedOnEveryRoute) {
   EXPECT_EQ(wrapped->code(), ErrorCode::unsupported_layout);
   EXPECT_TRUE(owned);  // still owned after the refusal
 
-  dlbridge::ExportRequest request;  // no max_version: legacy
+  dlbridge::ExchangeRequest request;  // no max_version: legacy
   request.copy = true;
   auto planned = error_of([&] { dlbridge::plan_export(view, request); });
   ASSERT_TRUE(planned);

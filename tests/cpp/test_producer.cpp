@@ -1,12 +1,12 @@
-// plan_export (producer.hpp): which device, copy or no copy, and which
+// plan_export (exchange/plan_export.hpp): which device, copy or no copy, and which
 // refusal, for each request; driven through a fake kDLExtDev backend.
 #include <gtest/gtest.h>
 
 #include "support/error_of.hpp"
 #include "support/fake_device_test.hpp"
 
-#include <dlbridge/carry_out.hpp>
-#include <dlbridge/producer.hpp>
+#include <dlbridge/exchange/carry_out.hpp>
+#include <dlbridge/exchange/plan_export.hpp>
 
 #include <memory>
 #include <optional>
@@ -18,8 +18,8 @@ using dlbridge::Device;
 using dlbridge::DType;
 using dlbridge::Error;
 using dlbridge::ErrorCode;
-using dlbridge::DeviceSupport;
-using dlbridge::ExportRequest;
+using dlbridge::ExchangePlan;
+using dlbridge::ExchangeRequest;
 using dlbridge::ManagedTensor;
 using dlbridge::StreamArg;
 using dlbridge::TensorView;
@@ -38,9 +38,9 @@ using test_support::f32;
 
 struct Negotiation : test_support::FakeDeviceTest {
 
-  dlbridge::ExportPlan plan(const TensorView& v, std::optional<Device> device,
-                            std::optional<bool> copy = std::nullopt) {
-    ExportRequest r;
+  ExchangePlan plan(const TensorView& v, std::optional<Device> device,
+                    std::optional<bool> copy = std::nullopt) {
+    ExchangeRequest r;
     r.max_version = dlabi::DLPackVersion{1, 3};
     r.device = device;
     r.copy = copy;
@@ -53,7 +53,7 @@ struct Negotiation : test_support::FakeDeviceTest {
 };
 
 TEST_F(Negotiation, AnotherAvailableDeviceIsACopy) {
-  EXPECT_EQ(dlbridge::device_support(ext0), DeviceSupport::served);
+  EXPECT_EQ(dlbridge::served_backend(ext0), fake);
   for (std::optional<bool> copy : {std::optional<bool>{}, std::optional<bool>{true}}) {
     auto p = plan(host, ext0, copy);
     EXPECT_TRUE(p.copy);
@@ -75,7 +75,6 @@ TEST_F(Negotiation, SameDeviceCopiesOnlyWhenAsked) {
 }
 
 TEST_F(Negotiation, AnAbsentDeviceIdCarriesTheBackendsReason) {
-  EXPECT_EQ(dlbridge::device_support(ext1), DeviceSupport::unavailable);
   auto e = plan_error(host, ext1);
   ASSERT_TRUE(e);
   EXPECT_EQ(e->code(), ErrorCode::device_unavailable);
@@ -106,7 +105,7 @@ TEST_F(Negotiation, TheRefusalListsWhatTheRegistryServes) {
   dlbridge::backend::Registry only_fake;
   only_fake.set(dlabi::kDLExtDev, fake);
   EXPECT_EQ(dlbridge::served_device_list(only_fake), "kDLExtDev");
-  ExportRequest r;
+  ExchangeRequest r;
   r.device = Device{dlabi::kDLCPU, 0};
   auto refused = error_of([&] { dlbridge::plan_export(host.with_device(ext0), r, only_fake); });
   ASSERT_TRUE(refused);
@@ -125,6 +124,17 @@ TEST_F(Negotiation, HostAccessibleMemoryReachesTheCpuWithoutACopy) {
   }
 }
 
+// One rule, applied by plan_export, plan_import and plan_convert alike.
+TEST(HostAlias, MemoryTheHostReadsReachesTheCpuRelabelled) {
+  for (auto type : {dlabi::kDLCPU, dlabi::kDLCUDAHost, dlabi::kDLCUDAManaged, dlabi::kDLROCMHost})
+    EXPECT_TRUE(dlbridge::is_host_alias(Device{type, 0}, cpu)) << type;
+  EXPECT_FALSE(dlbridge::is_host_alias(Device{dlabi::kDLCUDA, 0}, cpu));
+  EXPECT_FALSE(dlbridge::is_host_alias(ext0, cpu));
+  // Only a request for the CPU takes it: not another device, not CPU id 1.
+  EXPECT_FALSE(dlbridge::is_host_alias(Device{dlabi::kDLCUDAHost, 0}, Device{dlabi::kDLCUDA, 0}));
+  EXPECT_FALSE(dlbridge::is_host_alias(Device{dlabi::kDLCUDAHost, 0}, Device{dlabi::kDLCPU, 1}));
+}
+
 TEST_F(Negotiation, DeviceMemoryToTheHostIsACopy) {
   TensorView on_fake = host.with_device(ext0);
   EXPECT_TRUE(plan(on_fake, cpu).copy);
@@ -134,7 +144,7 @@ TEST_F(Negotiation, DeviceMemoryToTheHostIsACopy) {
 }
 
 TEST_F(Negotiation, StreamsAreCheckedForTheTargetDevice) {
-  ExportRequest r;
+  ExchangeRequest r;
   r.device = cpu;
   r.stream = StreamArg{true, 1};
   auto e = error_of([&] { dlbridge::plan_export(host, r); });
@@ -181,6 +191,35 @@ TEST_F(Negotiation, WithoutACopyThePlanHoldsNoBackendAndTheResultIsTheTensor) {
   EXPECT_EQ(out->flags(), uint64_t(DLBRIDGE_FLAG_IS_COPIED));  // writable
   EXPECT_EQ(read(out->view()), data);
   EXPECT_EQ(fake->availability_calls, 0);
+}
+
+// A zero-copy export of device memory orders the consumer's stream through
+// the backend the plan asked, of the registry the plan was made with:
+// carrying it out asks no registry (the default one least of all).
+TEST_F(Negotiation, AZeroCopyExportWaitsThroughThePlansRegistry) {
+  auto own_fake = std::make_shared<FakeBackend>();
+  backend::Registry own;
+  own.set(dlabi::kDLExtDev, own_fake);
+  TensorView on_fake = host.with_device(ext0);
+  ExchangeRequest r;
+  r.max_version = dlabi::DLPackVersion{1, 3};
+  r.stream = StreamArg{true, 9};
+  ExchangePlan p = dlbridge::plan_export(on_fake, r, own);
+  EXPECT_FALSE(p.copy);
+  EXPECT_EQ(p.to, nullptr);
+  EXPECT_EQ(p.from, own_fake);
+  EXPECT_EQ(own_fake->availability_calls, 1);
+  EXPECT_FALSE(dlbridge::carry_out(on_fake, p, r.stream));
+  ASSERT_EQ(own_fake->waits.size(), 1u);
+  EXPECT_EQ(own_fake->waits[0].second.handle, 9u);  // the consumer's stream waits
+  EXPECT_EQ(own_fake->availability_calls, 1);       // not asked again
+  EXPECT_TRUE(fake->waits.empty());                 // the default registry's backend
+  EXPECT_EQ(fake->availability_calls, 0);
+  // No stream, or -1, asks for no ordering: no backend is kept.
+  for (StreamArg none : {StreamArg{}, StreamArg{true, -1}}) {
+    r.stream = none;
+    EXPECT_EQ(dlbridge::plan_export(on_fake, r, own).from, nullptr);
+  }
 }
 
 }  // namespace

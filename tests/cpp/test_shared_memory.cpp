@@ -5,7 +5,7 @@
 
 #include "support/error_of.hpp"
 
-#include <dlbridge/shared_memory.hpp>
+#include <dlbridge/platform/shared_memory.hpp>
 
 #include <sys/mman.h>
 #include <sys/wait.h>

@@ -6,7 +6,7 @@
 #include "support/error_of.hpp"
 #include "support/fake_device_test.hpp"
 
-#include <dlbridge/transfer.hpp>
+#include <dlbridge/copy/transfer.hpp>
 
 #include <memory>
 #include <vector>

@@ -1,7 +1,8 @@
 """Round 3 of the boundary (issue 28), the importer's and convert's part: trust in a producer is
 granted by class objects, never names; re-entry is refused; a producer's refusal is coded
-whatever its exception type; a table replaced during a call does no harm; what a target cannot
-represent is refused with a code, never an overflow."""
+whatever its exception type; a table replaced during a call does no harm. (What the other
+libraries' targets cannot represent is in their test_interop_<library>.py: this file also runs
+against the extension built under ASan, where those libraries' own exit handlers misbehave.)"""
 
 from __future__ import annotations
 
@@ -68,9 +69,6 @@ def test_a_tensor_that_requires_grad_is_imported_as_its_read_only_view():
     with pytest.raises(ValueError, match="read-only"):
         view[0] = 9.0
     assert dlbridge.convert(p, "torch") is p          # torch's own tensor, as it is
-    out = dlbridge.convert(p, "paddle") if "paddle" in TARGETS else None
-    if out is not None:
-        assert out.data_ptr() != p.data_ptr()          # paddle cannot see READ_ONLY: a private copy
     c = torch.tensor([1 + 2j], requires_grad=True).conj()
     assert dlbridge.convert(c, "numpy").tolist() == [1 - 2j]
 
@@ -136,24 +134,3 @@ def test_a_target_table_replaced_during_the_call_does_no_harm(monkeypatch):
     monkeypatch.setitem(TARGETS, "numpy", original)
     dlbridge.convert(torch.zeros(1), "numpy")  # learnt before the call
     assert dlbridge.convert(Replacer(), "numpy").tolist() == [0.0, 1.0, 2.0]
-
-
-@pytest.mark.parametrize("target", ["mlx", "arrow"])
-def test_an_empty_tensor_with_a_huge_dimension_is_refused_with_a_code(target):
-    if target not in TARGETS or not dlbridge.libraries.installed(target):
-        pytest.skip(f"{target} is not installed")
-    x = dlbridge.empty((0, 2**40), "float32")
-    with pytest.raises(dlbridge.LayoutError) as excinfo:
-        dlbridge.convert(x, target)
-    assert "2147483647" in str(excinfo.value)
-
-
-def test_tensorflow_quantized_refusal_is_coded():
-    if not dlbridge.libraries.installed("tensorflow"):
-        pytest.skip("tensorflow is not installed")
-    tf = dlbridge.libraries.import_library("tensorflow", order_others=True)
-    q = tf.constant([1, 2], dtype=tf.qint16)
-    with pytest.raises(dlbridge.DLPackError) as excinfo:
-        dlbridge.from_dlpack(q)
-    assert excinfo.value.code == "producer_refused"
-    assert type(excinfo.value.__cause__).__name__ == "InvalidArgumentError"

@@ -195,3 +195,10 @@ def test_check_findings():
     assert found["P2.legacy"]["status"] == check.FAIL and "ArrowNotImplementedError" in found["P2.legacy"]["evidence"]
     assert found["P8.flags_default"]["status"] == check.FAIL and "0x1" in found["P8.flags_default"]["evidence"]
     assert found["P8.edge_shapes"]["status"] == check.NA
+
+
+def test_an_empty_tensor_with_a_dimension_arrow_cannot_hold_is_refused_with_a_code():
+    # It used to reach pyarrow as a raw OverflowError about int32_t.
+    with pytest.raises(dlbridge.LayoutError) as excinfo:
+        dlbridge.convert(dlbridge.empty((0, 2**40), "float32"), "arrow")
+    assert "2147483647" in str(excinfo.value)

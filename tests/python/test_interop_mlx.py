@@ -100,3 +100,10 @@ def test_check_findings():
     assert found["P2.legacy"]["status"] == check.PASS
     assert found["P2.versioned"]["status"] == check.FAIL and "'dltensor'" in found["P2.versioned"]["evidence"]
     assert found["P6.bad_argument"]["status"] == check.FAIL
+
+
+def test_an_empty_tensor_with_a_dimension_mlx_cannot_hold_is_refused_with_a_code():
+    # It used to reach mlx as a raw OverflowError about int32_t.
+    with pytest.raises(dlbridge.LayoutError) as excinfo:
+        dlbridge.convert(dlbridge.empty((0, 2**40), "float32"), "mlx")
+    assert "2147483647" in str(excinfo.value)

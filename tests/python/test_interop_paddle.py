@@ -87,6 +87,14 @@ def test_read_only_is_never_handed_over_writable():
         dlbridge.convert(a, "paddle", copy=False)
 
 
+def test_a_torch_tensor_that_requires_grad_reaches_paddle_as_a_private_copy():
+    import torch
+
+    p = torch.nn.Parameter(torch.arange(3.0))
+    out = dlbridge.convert(p, "paddle")  # read-only (autograd's), and paddle cannot see READ_ONLY
+    assert out.data_ptr() != p.data_ptr() and out.numpy().tolist() == [0.0, 1.0, 2.0]
+
+
 def test_edge_shapes_and_device():
     assert dlbridge.convert(np.float32(2.5), "paddle", copy=True).shape == []
     assert dlbridge.convert(np.zeros((0, 3), np.float32), "paddle").shape == [0, 3]

@@ -153,3 +153,11 @@ def test_check_findings():
     assert found["P3.bad_device"]["status"] == check.FAIL and "RuntimeError" in found["P3.bad_device"]["evidence"]
     assert found["P4.copy_true"]["status"] == check.FAIL and "RuntimeError" in found["P4.copy_true"]["evidence"]
     assert found["P6.bad_argument"]["status"] == check.FAIL
+
+
+def test_a_quantized_tensors_refusal_is_coded():
+    # TensorFlow refuses with its own InvalidArgumentError, not a BufferError.
+    with pytest.raises(dlbridge.ProducerError) as excinfo:
+        dlbridge.from_dlpack(tf.constant([1, 2], dtype=tf.qint16))
+    assert excinfo.value.code == "producer_refused"
+    assert type(excinfo.value.__cause__).__name__ == "InvalidArgumentError"

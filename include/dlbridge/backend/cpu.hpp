@@ -6,8 +6,8 @@
 #include <cstring>
 #include <string>
 
-#include "../host_memory.hpp"
 #include "../error.hpp"
+#include "../platform/host_memory.hpp"
 #include "backend.hpp"
 
 namespace dlbridge::backend {

@@ -4,10 +4,12 @@
 #pragma once
 
 #include <mutex>
+#include <new>
 #include <string>
 
 #include "../error.hpp"
 #include "backend.hpp"
+#include "cuda_call.hpp"
 #include "cuda_runtime.hpp"
 
 namespace dlbridge::backend {
@@ -53,7 +55,7 @@ class CudaBackend final : public DeviceBackend {
     cuda::cuda_error status = cuda::success;
     switch (device.type) {
       case abi::kDLCUDA: {
-        DeviceGuard guard(rt, device.id);
+        cuda::DeviceGuard guard(rt, device.id);
         status = rt.malloc_device(&p, size);
         break;
       }
@@ -78,12 +80,8 @@ class CudaBackend final : public DeviceBackend {
     if (device.type == abi::kDLCUDAHost) {
       rt->free_host(data);
     } else {
-      int previous = 0;
-      const bool switched = device.type == abi::kDLCUDA &&
-                            rt->get_device(&previous) == cuda::success &&
-                            previous != device.id && rt->set_device(device.id) == cuda::success;
+      cuda::DeviceGuard guard(*rt, device.type == abi::kDLCUDA ? device.id : -1, std::nothrow);
       rt->free_device(data);
-      if (switched) rt->set_device(previous);
     }
     rt->get_last_error();
   }
@@ -91,7 +89,7 @@ class CudaBackend final : public DeviceBackend {
   void copy(void* dst, Device dst_device, const void* src, Device src_device,
             const Rows& rows, Stream stream) override {
     const cuda::Runtime& rt = runtime();
-    DeviceGuard guard(rt, queue_device(dst_device, src_device));
+    cuda::DeviceGuard guard(rt, queue_device(dst_device, src_device));
     const cuda::cuda_stream s = native(stream);
     cuda::cuda_error status;
     if (rows.rows == 1 || (rows.src_pitch == rows.row_bytes && rows.dst_pitch == rows.row_bytes))
@@ -101,13 +99,14 @@ class CudaBackend final : public DeviceBackend {
       status = rt.memcpy_2d_async(dst, size_t(rows.dst_pitch), src, size_t(rows.src_pitch),
                                   size_t(rows.row_bytes), size_t(rows.rows),
                                   cuda::memcpy_default, s);
-    check(rt, status, "copying from " + to_string(src_device) + " to " + to_string(dst_device));
+    cuda::check(rt, status,
+                "copying from " + to_string(src_device) + " to " + to_string(dst_device));
   }
 
   void synchronize(Device device, Stream stream) override {
     const cuda::Runtime& rt = runtime();
-    DeviceGuard guard(rt, device.type == abi::kDLCUDA ? device.id : -1);
-    check(rt, rt.stream_synchronize(native(stream)), "synchronizing a stream");
+    cuda::DeviceGuard guard(rt, device.type == abi::kDLCUDA ? device.id : -1);
+    cuda::check(rt, rt.stream_synchronize(native(stream)), "synchronizing a stream");
   }
 
   void wait_for(Device device, Stream producer, Stream consumer) override {
@@ -119,16 +118,16 @@ class CudaBackend final : public DeviceBackend {
     // streams), so equal handles are one queue, ordered already.
     if (native(producer) == native(consumer)) return;
     const cuda::Runtime& rt = runtime();
-    DeviceGuard guard(rt, device.type == abi::kDLCUDA ? device.id : -1);
+    cuda::DeviceGuard guard(rt, device.type == abi::kDLCUDA ? device.id : -1);
     cuda::cuda_event event = nullptr;
-    check(rt, rt.event_create_with_flags(&event, cuda::event_disable_timing),
-          "creating an event");
+    cuda::check(rt, rt.event_create_with_flags(&event, cuda::event_disable_timing),
+                "creating an event");
     cuda::cuda_error status = rt.event_record(event, native(producer));
     if (status == cuda::success) status = rt.stream_wait_event(native(consumer), event, 0);
     // Destroying right away is allowed: the runtime keeps the event alive
     // until the wait it is part of has been resolved.
     rt.event_destroy(event);
-    check(rt, status, "ordering the consumer's stream after the producer's");
+    cuda::check(rt, status, "ordering the consumer's stream after the producer's");
   }
 
   std::optional<PointerInfo> pointer_info(const void* data) override {
@@ -149,39 +148,6 @@ class CudaBackend final : public DeviceBackend {
   }
 
  private:
-  // Runs a call with `id` as the current device and restores the caller's,
-  // so that "device ids != current" works and leaves no trace. -1: no switch.
-  class DeviceGuard {
-   public:
-    DeviceGuard(const cuda::Runtime& rt, int id) : rt_(rt) {
-      if (id < 0) return;
-      check(rt, rt.get_device(&previous_), "querying the current device");
-      if (previous_ != id) {
-        check(rt, rt.set_device(id), "selecting device " + std::to_string(id));
-        switched_ = true;
-      }
-    }
-    ~DeviceGuard() {
-      if (switched_) rt_.set_device(previous_);
-    }
-    DeviceGuard(const DeviceGuard&) = delete;
-    DeviceGuard& operator=(const DeviceGuard&) = delete;
-
-   private:
-    const cuda::Runtime& rt_;
-    int previous_ = 0;
-    bool switched_ = false;
-  };
-
-  static void check(const cuda::Runtime& rt, cuda::cuda_error status, const std::string& what) {
-    if (status == cuda::success) return;
-    rt.get_last_error();
-    detail::fail(ErrorCode::device_unavailable,
-                 "The CUDA runtime failed " + what + ": " + rt.error_text(status) + ".",
-                 "Check the device with nvidia-smi; an earlier kernel fault makes every "
-                 "later call fail.");
-  }
-
   // The device whose stream orders a copy: the device end of it, the
   // destination when both ends are devices.
   static int queue_device(Device dst, Device src) noexcept {
@@ -202,13 +168,7 @@ class CudaBackend final : public DeviceBackend {
     }
   }
 
-  const cuda::Runtime& runtime() {
-    std::string why;
-    const cuda::Runtime* rt = loader_.get(&why);
-    if (rt == nullptr)
-      detail::fail(ErrorCode::device_unavailable, "CUDA is not available: " + why);
-    return *rt;
-  }
+  const cuda::Runtime& runtime() { return cuda::loaded_runtime(loader_); }
 
   // -1 with *why when there is no runtime or it cannot count devices.
   int count_devices(std::string* why) {

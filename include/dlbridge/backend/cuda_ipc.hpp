@@ -20,9 +20,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <new>
 #include <string>
 
 #include "../error.hpp"
+#include "cuda_call.hpp"
 #include "cuda_runtime.hpp"
 #include "stream.hpp"
 
@@ -30,11 +32,9 @@ namespace dlbridge::backend::cuda_ipc {
 
 namespace detail {
 
+// The loaded runtime, which must have the interprocess entry points.
 inline const cuda::Runtime& runtime(cuda::RuntimeLoader& loader) {
-  std::string why;
-  const cuda::Runtime* rt = loader.get(&why);
-  if (rt == nullptr)
-    dlbridge::detail::fail(ErrorCode::device_unavailable, "CUDA is not available: " + why);
+  const cuda::Runtime* rt = &cuda::loaded_runtime(loader);
   if (!rt->ipc_get_mem_handle || !rt->ipc_open_mem_handle || !rt->ipc_close_mem_handle ||
       !rt->ipc_get_event_handle || !rt->ipc_open_event_handle)
     dlbridge::detail::fail(ErrorCode::device_unavailable,
@@ -44,37 +44,6 @@ inline const cuda::Runtime& runtime(cuda::RuntimeLoader& loader) {
   return *rt;
 }
 
-inline void check(const cuda::Runtime& rt, cuda::cuda_error status, const std::string& what,
-                  const std::string& hint = {}) {
-  if (status == cuda::success) return;
-  rt.get_last_error();
-  dlbridge::detail::fail(ErrorCode::device_unavailable,
-                         "The CUDA runtime failed " + what + ": " + rt.error_text(status) + ".",
-                         hint.empty() ? "Check the device with nvidia-smi." : hint);
-}
-
-// `device` is current for the guard's life; the caller's device comes back.
-class Current {
- public:
-  Current(const cuda::Runtime& rt, int device) : rt_(rt) {
-    check(rt, rt.get_device(&previous_), "querying the current device");
-    if (previous_ != device) {
-      check(rt, rt.set_device(device), "selecting device " + std::to_string(device));
-      switched_ = true;
-    }
-  }
-  ~Current() {
-    if (switched_) rt_.set_device(previous_);
-  }
-  Current(const Current&) = delete;
-  Current& operator=(const Current&) = delete;
-
- private:
-  const cuda::Runtime& rt_;
-  int previous_ = 0;
-  bool switched_ = false;
-};
-
 inline cuda::cuda_stream legacy() { return reinterpret_cast<cuda::cuda_stream>(cuda_legacy_stream); }
 
 }  // namespace detail
@@ -83,10 +52,10 @@ inline cuda::cuda_stream legacy() { return reinterpret_cast<cuda::cuda_stream>(c
 inline cuda::ipc_mem_handle export_memory(int device, void* base,
                                           cuda::RuntimeLoader& loader = cuda::default_loader()) {
   const cuda::Runtime& rt = detail::runtime(loader);
-  detail::Current current(rt, device);
+  cuda::DeviceGuard current(rt, device);
   cuda::ipc_mem_handle handle{};
-  detail::check(rt, rt.ipc_get_mem_handle(&handle, base),
-                "exporting device memory for another process (cudaIpcGetMemHandle)");
+  cuda::check(rt, rt.ipc_get_mem_handle(&handle, base),
+              "exporting device memory for another process (cudaIpcGetMemHandle)");
   return handle;
 }
 
@@ -94,12 +63,12 @@ inline cuda::ipc_mem_handle export_memory(int device, void* base,
 inline void* open_memory(int device, const cuda::ipc_mem_handle& handle,
                          cuda::RuntimeLoader& loader = cuda::default_loader()) {
   const cuda::Runtime& rt = detail::runtime(loader);
-  detail::Current current(rt, device);
+  cuda::DeviceGuard current(rt, device);
   void* p = nullptr;
-  detail::check(rt, rt.ipc_open_mem_handle(&p, handle, cuda::ipc_mem_lazy_enable_peer_access),
-                "opening device memory another process shared (cudaIpcOpenMemHandle)",
-                "The process that shared it must still be running and hold the tensor; CUDA "
-                "memory opens only in another process on the same machine.");
+  cuda::check(rt, rt.ipc_open_mem_handle(&p, handle, cuda::ipc_mem_lazy_enable_peer_access),
+              "opening device memory another process shared (cudaIpcOpenMemHandle)",
+              "The process that shared it must still be running and hold the tensor; CUDA "
+              "memory opens only in another process on the same machine.");
   return p;
 }
 
@@ -108,11 +77,10 @@ inline void close_memory(int device, void* p,
                          cuda::RuntimeLoader& loader = cuda::default_loader()) noexcept {
   const cuda::Runtime* rt = loader.get();
   if (rt == nullptr || rt->ipc_close_mem_handle == nullptr || p == nullptr) return;
-  int previous = 0;
-  const bool switched = rt->get_device(&previous) == cuda::success && previous != device &&
-                        rt->set_device(device) == cuda::success;
-  rt->ipc_close_mem_handle(p);
-  if (switched) rt->set_device(previous);
+  {
+    cuda::DeviceGuard current(*rt, device, std::nothrow);
+    rt->ipc_close_mem_handle(p);
+  }
   rt->get_last_error();
 }
 
@@ -144,14 +112,14 @@ inline AllocationRange allocation_range(int device, const void* p,
                                "cudaGetDriverEntryPoint (CUDA 11.3 and later have it).",
                            "Use a CUDA runtime of version 11.3 or later, or share a host copy: "
                            "t.copy(device='cpu').share_memory().");
-  detail::check(rt, status, "looking up cuMemGetAddressRange (cudaGetDriverEntryPoint)");
+  cuda::check(rt, status, "looking up cuMemGetAddressRange (cudaGetDriverEntryPoint)");
   if (entry == nullptr)
     dlbridge::detail::fail(ErrorCode::device_unavailable,
                            "The CUDA driver has no cuMemGetAddressRange for the runtime " + rt.path +
                                ".",
                            "Update the NVIDIA driver, or share a host copy: "
                            "t.copy(device='cpu').share_memory().");
-  detail::Current current(rt, device);
+  cuda::DeviceGuard current(rt, device);
   unsigned long long base = 0;
   size_t bytes = 0;
   const int result = reinterpret_cast<address_range_fn>(entry)(
@@ -168,12 +136,12 @@ inline AllocationRange allocation_range(int device, const void* p,
 inline cuda::cuda_event create_event(int device,
                                      cuda::RuntimeLoader& loader = cuda::default_loader()) {
   const cuda::Runtime& rt = detail::runtime(loader);
-  detail::Current current(rt, device);
+  cuda::DeviceGuard current(rt, device);
   cuda::cuda_event event = nullptr;
-  detail::check(rt,
-                rt.event_create_with_flags(&event, cuda::event_interprocess |
-                                                       cuda::event_disable_timing),
-                "creating an interprocess event");
+  cuda::check(rt,
+              rt.event_create_with_flags(&event,
+                                         cuda::event_interprocess | cuda::event_disable_timing),
+              "creating an interprocess event");
   return event;
 }
 
@@ -191,11 +159,11 @@ inline void destroy_event(cuda::cuda_event event,
 inline cuda::ipc_event_handle record_event(int device, cuda::cuda_event event,
                                            cuda::RuntimeLoader& loader = cuda::default_loader()) {
   const cuda::Runtime& rt = detail::runtime(loader);
-  detail::Current current(rt, device);
-  detail::check(rt, rt.event_record(event, detail::legacy()), "recording an interprocess event");
+  cuda::DeviceGuard current(rt, device);
+  cuda::check(rt, rt.event_record(event, detail::legacy()), "recording an interprocess event");
   cuda::ipc_event_handle handle{};
-  detail::check(rt, rt.ipc_get_event_handle(&handle, event),
-                "exporting an event for another process (cudaIpcGetEventHandle)");
+  cuda::check(rt, rt.ipc_get_event_handle(&handle, event),
+              "exporting an event for another process (cudaIpcGetEventHandle)");
   return handle;
 }
 
@@ -204,8 +172,8 @@ inline cuda::ipc_event_handle record_event(int device, cuda::cuda_event event,
 inline void synchronize_default_stream(int device,
                                        cuda::RuntimeLoader& loader = cuda::default_loader()) {
   const cuda::Runtime& rt = detail::runtime(loader);
-  detail::Current current(rt, device);
-  detail::check(rt, rt.stream_synchronize(detail::legacy()), "synchronizing a stream");
+  cuda::DeviceGuard current(rt, device);
+  cuda::check(rt, rt.stream_synchronize(detail::legacy()), "synchronizing a stream");
 }
 
 // Orders this process's legacy default stream on `device` after the
@@ -213,14 +181,14 @@ inline void synchronize_default_stream(int device,
 inline void wait_for_event(int device, const cuda::ipc_event_handle& handle,
                            cuda::RuntimeLoader& loader = cuda::default_loader()) {
   const cuda::Runtime& rt = detail::runtime(loader);
-  detail::Current current(rt, device);
+  cuda::DeviceGuard current(rt, device);
   cuda::cuda_event event = nullptr;
-  detail::check(rt, rt.ipc_open_event_handle(&event, handle),
-                "opening an event another process shared (cudaIpcOpenEventHandle)",
-                "The process that shared the tensor must still be running.");
+  cuda::check(rt, rt.ipc_open_event_handle(&event, handle),
+              "opening an event another process shared (cudaIpcOpenEventHandle)",
+              "The process that shared the tensor must still be running.");
   const cuda::cuda_error status = rt.stream_wait_event(detail::legacy(), event, 0);
   rt.event_destroy(event);  // the wait keeps what it needs
-  detail::check(rt, status, "ordering this process's stream after the sharing process's");
+  cuda::check(rt, status, "ordering this process's stream after the sharing process's");
 }
 
 }  // namespace dlbridge::backend::cuda_ipc

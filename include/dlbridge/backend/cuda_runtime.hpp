@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "../detail/platform.hpp"
+#include "../platform/platform.hpp"
 
 namespace dlbridge::backend::cuda {
 

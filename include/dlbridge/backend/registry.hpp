@@ -80,11 +80,4 @@ inline Registry& default_registry() {
   return *registry;
 }
 
-// Whether `device` can be used here, and why not. Types without a backend
-// are not "unavailable" but unsupported: callers check find() first.
-inline Availability availability(Device device) {
-  if (auto b = default_registry().find(device.type)) return b->availability(device);
-  return {false, "no backend serves " + device_type_label(device.type) + "."};
-}
-
 }  // namespace dlbridge::backend

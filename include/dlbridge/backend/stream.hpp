@@ -1,6 +1,7 @@
-// Stream arguments of the DLPack Python spec and what they mean per device
-// family. The integer a consumer passes is interpreted here once, so that the
-// producer's validation and the backends' copies agree on its meaning.
+// What the stream argument of the DLPack Python spec (StreamArg, part of a
+// request: request.hpp) means per device family. The integer a consumer
+// passes is interpreted here once, so that the producer's validation and the
+// backends' copies agree on its meaning.
 #pragma once
 
 #include <cstdint>
@@ -8,17 +9,9 @@
 
 #include "../device.hpp"
 #include "../error.hpp"
+#include "../request.hpp"
 
-namespace dlbridge {
-
-// A stream argument as the DLPack Python spec defines it: absent (None) or
-// an integer whose meaning depends on the device type.
-struct StreamArg {
-  bool given = false;
-  int64_t value = 0;
-};
-
-namespace backend {
+namespace dlbridge::backend {
 
 enum class StreamKind {
   host,            // the target has no streams: nothing is queued
@@ -133,5 +126,4 @@ inline Stream resolve_stream(Device target, StreamArg stream) {
   return {StreamKind::handle, uintptr_t(s)};
 }
 
-}  // namespace backend
-}  // namespace dlbridge
+}  // namespace dlbridge::backend

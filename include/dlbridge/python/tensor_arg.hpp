@@ -19,11 +19,11 @@
 #include <string>
 
 #include "../abi.hpp"
-#include "../detail/platform.hpp"
 #include "../device.hpp"
 #include "../dtype.hpp"
 #include "../error.hpp"
 #include "../layout.hpp"
+#include "../platform/platform.hpp"
 #include "../tensor_view.hpp"
 
 namespace dlbridge {

@@ -17,12 +17,13 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
 
-#include "platform.hpp"
+#include "../../platform/platform.hpp"
 
 namespace dlbridge::detail {
 
@@ -478,6 +479,23 @@ inline int64_t extend_aligned(unsigned char* dst, const unsigned char* src, int6
   return done + extend_words<B>(dst + done, src + done, n - done, sign);
 }
 
+// kernel(std::integral_constant<unsigned, B>{}) for B = bits (1 to 7): each
+// width's kernels are templates, instantiated once per width here. Another
+// width does nothing and returns 0.
+template <typename Kernel>
+inline int64_t for_width(unsigned bits, Kernel&& kernel) noexcept {
+  switch (bits) {
+    case 1: return kernel(std::integral_constant<unsigned, 1>{});
+    case 2: return kernel(std::integral_constant<unsigned, 2>{});
+    case 3: return kernel(std::integral_constant<unsigned, 3>{});
+    case 4: return kernel(std::integral_constant<unsigned, 4>{});
+    case 5: return kernel(std::integral_constant<unsigned, 5>{});
+    case 6: return kernel(std::integral_constant<unsigned, 6>{});
+    case 7: return kernel(std::integral_constant<unsigned, 7>{});
+  }
+  return 0;
+}
+
 }  // namespace subbyte
 
 // n values of `bits` bits (1 to 8) from bit `bit` of src, each to a byte of
@@ -497,16 +515,9 @@ inline void unpack_run(unsigned char* dst, const unsigned char* src, int64_t bit
     return;
   }
   const VectorIsa isa = subbyte_isa().load(std::memory_order_relaxed);
-  int64_t done = 0;
-  switch (bits) {
-    case 1: done = subbyte::unpack_aligned<1>(dst, src, n, sign, isa); break;
-    case 2: done = subbyte::unpack_aligned<2>(dst, src, n, sign, isa); break;
-    case 3: done = subbyte::unpack_aligned<3>(dst, src, n, sign, isa); break;
-    case 4: done = subbyte::unpack_aligned<4>(dst, src, n, sign, isa); break;
-    case 5: done = subbyte::unpack_aligned<5>(dst, src, n, sign, isa); break;
-    case 6: done = subbyte::unpack_aligned<6>(dst, src, n, sign, isa); break;
-    case 7: done = subbyte::unpack_aligned<7>(dst, src, n, sign, isa); break;
-  }
+  const int64_t done = subbyte::for_width(bits, [&](auto width) {
+    return subbyte::unpack_aligned<decltype(width)::value>(dst, src, n, sign, isa);
+  });
   unpack_reference(dst + done, src + done / 8 * bits, 0, n - done, bits, sign);
 }
 
@@ -527,16 +538,9 @@ inline void pack_run(unsigned char* dst, int64_t bit, const unsigned char* src, 
     return;
   }
   const VectorIsa isa = subbyte_isa().load(std::memory_order_relaxed);
-  int64_t done = 0;
-  switch (bits) {
-    case 1: done = subbyte::pack_aligned<1>(dst, src, n, isa); break;
-    case 2: done = subbyte::pack_aligned<2>(dst, src, n, isa); break;
-    case 3: done = subbyte::pack_aligned<3>(dst, src, n, isa); break;
-    case 4: done = subbyte::pack_aligned<4>(dst, src, n, isa); break;
-    case 5: done = subbyte::pack_aligned<5>(dst, src, n, isa); break;
-    case 6: done = subbyte::pack_aligned<6>(dst, src, n, isa); break;
-    case 7: done = subbyte::pack_aligned<7>(dst, src, n, isa); break;
-  }
+  const int64_t done = subbyte::for_width(bits, [&](auto width) {
+    return subbyte::pack_aligned<decltype(width)::value>(dst, src, n, isa);
+  });
   pack_reference(dst + done / 8 * bits, 0, src + done, n - done, bits);
 }
 
@@ -549,16 +553,9 @@ inline void extend_run(unsigned char* dst, const unsigned char* src, int64_t n, 
     return;
   }
   const VectorIsa isa = subbyte_isa().load(std::memory_order_relaxed);
-  int64_t done = 0;
-  switch (bits) {
-    case 1: done = subbyte::extend_aligned<1>(dst, src, n, sign, isa); break;
-    case 2: done = subbyte::extend_aligned<2>(dst, src, n, sign, isa); break;
-    case 3: done = subbyte::extend_aligned<3>(dst, src, n, sign, isa); break;
-    case 4: done = subbyte::extend_aligned<4>(dst, src, n, sign, isa); break;
-    case 5: done = subbyte::extend_aligned<5>(dst, src, n, sign, isa); break;
-    case 6: done = subbyte::extend_aligned<6>(dst, src, n, sign, isa); break;
-    case 7: done = subbyte::extend_aligned<7>(dst, src, n, sign, isa); break;
-  }
+  const int64_t done = subbyte::for_width(bits, [&](auto width) {
+    return subbyte::extend_aligned<decltype(width)::value>(dst, src, n, sign, isa);
+  });
   for (int64_t i = done; i < n; ++i)
     dst[i] = extend_value(src[i] & ((1u << bits) - 1), bits, sign);
 }

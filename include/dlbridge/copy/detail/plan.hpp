@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "../layout.hpp"
+#include "../../layout.hpp"
 
 namespace dlbridge::detail {
 
@@ -78,8 +78,8 @@ inline CopyDims gather_dims(int32_t ndim, const int64_t* shape,
 
 // Outermost first by |dst stride|, so the innermost loop writes the closest
 // addresses; ties (only possible with broadcasting) fall back to src. An
-// insertion sort: stable, no allocation (std::stable_sort's buffer was a
-// visible part of the cost of small copies), and ndim is small.
+// insertion sort: stable, no allocation (std::stable_sort's buffer is a
+// visible part of the cost of a small copy), and ndim is small.
 inline void sort_dims(CopyDims& dims) noexcept {
   auto outer_first = [](const CopyDim& a, const CopyDim& b) {
     const int64_t ad = std::llabs(a.dst), bd = std::llabs(b.dst);

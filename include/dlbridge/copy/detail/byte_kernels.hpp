@@ -15,9 +15,9 @@
 #include <immintrin.h>
 #endif
 
-#include "copy_parallel.hpp"
-#include "copy_plan.hpp"
-#include "platform.hpp"
+#include "../../platform/platform.hpp"
+#include "parallel.hpp"
+#include "plan.hpp"
 
 namespace dlbridge::detail {
 

@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "platform.hpp"
+#include "../../platform/platform.hpp"
 
 namespace dlbridge::detail {
 

@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <cstring>
 
-#include "copy_parallel.hpp"
-#include "copy_plan.hpp"
+#include "parallel.hpp"
+#include "plan.hpp"
 #include "subbyte_kernels.hpp"
 
 namespace dlbridge::detail {
