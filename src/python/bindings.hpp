@@ -172,11 +172,12 @@ class TakenStruct {
     tensor_ = nullptr;
     return static_cast<abi::DLManagedTensor*>(std::exchange(struct_, nullptr));
   }
-  // Validated and owned as a ManagedTensor (a legacy one with legacy_flags
-  // assumed); a refusal is raised after the deleter ran.
-  ManagedTensor adopt(uint64_t legacy_flags = 0) && {
+  // Validated and owned as a ManagedTensor (a legacy one carrying the flags
+  // the caller knows of it, assumed_flags); a refusal is raised after the
+  // deleter ran.
+  ManagedTensor adopt(uint64_t assumed_flags = 0) && {
     if (versioned_) return ManagedTensor::adopt(release_versioned());
-    return ManagedTensor::adopt(release_legacy(), legacy_flags);
+    return ManagedTensor::adopt(release_legacy(), assumed_flags);
   }
 
  private:

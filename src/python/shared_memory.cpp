@@ -1,4 +1,4 @@
-// Tensors in POSIX shared memory (include/dlbridge/shared_memory.hpp) and
+// Tensors in POSIX shared memory (include/dlbridge/platform/shared_memory.hpp) and
 // their ties to Python's process machinery:
 // - each process gives its references back when it exits normally, through
 //   a multiprocessing finaliser that runs last (after Queue feeder threads

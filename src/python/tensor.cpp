@@ -214,7 +214,7 @@ bool plain_versioned_request(PyObject* max_version) {
 // The export of a CPU tensor as itself: no stream, no dl_device, copy None or
 // False, a versioned request. plan_export decides exactly this for it (same
 // device, nothing to copy, versioned so no legacy flag checks, no stream on
-// the host), so the request needs no parsing into ExchangeRequest/ExportPlan.
+// the host), so the request needs no parsing into ExchangeRequest/ExchangePlan.
 bool plain_host_export(const Tensor& t, PyObject* const values[4]) {
   return values[0] == Py_None && values[2] == Py_None &&
          (values[3] == Py_None || values[3] == Py_False) &&
