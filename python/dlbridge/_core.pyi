@@ -273,7 +273,7 @@ class ConversionPlan:
     @property
     def via(self) -> str:
         """
-        How the target receives it: 'input', 'dlbridge', 'importer' (its from_dlpack), 'exchange_api' (its DLPack C exchange API), 'hand_over' (dlbridge's hand-over for that library), 'capsule' (a legacy capsule), 'extension'.
+        How the target receives it: 'input', 'direct' (x itself, to its from_dlpack), 'dlbridge', 'importer' (its from_dlpack), 'exchange_api' (its DLPack C exchange API), 'hand_over' (dlbridge's hand-over for that library), 'capsule' (a legacy capsule), 'extension'.
         """
 
     @property

@@ -26,13 +26,17 @@ def target_names() -> list[str]:
     return ["dlbridge", *TARGETS]
 
 
-def _target_of(to) -> tuple[str, Target | None, Callable[..., Any] | None, tuple[type, ...]]:
-    """(name, description, importer, array classes) for `to`: description None means dlbridge
-    itself; importer None means Target.module's attribute Target.entry (looked up per call); the
-    array classes are the library's own (``libraries.array_classes``), which convert returns as
-    they are."""
+def _target_of(to) -> tuple[str, Target | None, Callable[..., Any] | None, tuple[type, ...],
+                            tuple[tuple[type, ...], tuple[str, ...]]]:
+    """(name, description, importer, array classes, direct classes) for `to`: description None
+    means dlbridge itself; importer None means Target.module's attribute Target.entry (looked up
+    per call); the array classes are the library's own (``libraries.array_classes``), which
+    convert returns as they are; the direct classes are those the importer is handed as they are
+    (``libraries.direct_classes``)."""
     name, target, importer = _described(to)
-    return name, target, importer, libraries.array_classes(target) if target is not None else ()
+    if target is None:
+        return name, target, importer, (), ((), ())
+    return name, target, importer, libraries.array_classes(target), libraries.direct_classes(target)
 
 
 def _described(to) -> tuple[str, Target | None, Callable[..., Any] | None]:

@@ -1,6 +1,6 @@
 // dlbridge.convert and dlbridge.plan_convert: hand x to a target library
 // with the least work it accepts. The decision is the core's plan_convert
-// (include/dlbridge/convert_plan.hpp); this file learns each target's
+// (include/dlbridge/exchange/plan_convert.hpp); this file learns each target's
 // description from its library module (python/dlbridge/libraries/), imports
 // x, asks the plan, and carries it out. plan_convert returns the same plan
 // without handing anything over.
@@ -59,6 +59,11 @@ struct LearntTarget {
   ConvertTarget plan_target;
   HandOver hand;
   std::vector<nb::object> own_types;  // the library's own array classes
+  // Other libraries' array classes that the importer reads as they are
+  // (Target.direct_from), and the modules of those not imported when the
+  // target was learnt: once one is, the target is learnt again.
+  std::vector<nb::object> direct_types;
+  std::vector<nb::object> direct_missing;
   // The importer: module_name's attribute path `entry`, looked up per call
   // (see current_importer), or a fixed callable for targets given as objects.
   nb::object module_name;
@@ -194,9 +199,10 @@ void learn_description(LearntTarget& t, nb::handle spec) {
 }
 
 // convert._target_of(to) -> (name, Target | None, importer | None, array
-// classes): None as Target means "dlbridge"; an importer is given for targets
-// passed as objects, otherwise it is looked up as Target.module /
-// Target.entry; the array classes are the library's own.
+// classes, (direct classes, modules not imported)): None as Target means
+// "dlbridge"; an importer is given for targets passed as objects, otherwise
+// it is looked up as Target.module / Target.entry; the array classes are the
+// library's own, the direct ones Target.direct_from's as far as imported.
 TargetRef learn_target(PyObject* to) {
   PyObject* args[] = {to};
   nb::object resolved = nb::steal(PyObject_Vectorcall(installed_target_of.get(), args, 1, nullptr));
@@ -230,6 +236,10 @@ TargetRef learn_target(PyObject* to) {
   }
   for (nb::handle cls : r[3])
     if (PyType_Check(cls.ptr())) t->own_types.push_back(nb::borrow(cls));
+  nb::tuple direct = nb::borrow<nb::tuple>(r[4]);
+  for (nb::handle cls : direct[0])
+    if (PyType_Check(cls.ptr())) t->direct_types.push_back(nb::borrow(cls));
+  for (nb::handle module : direct[1]) t->direct_missing.push_back(interned_str(module));
   const std::string api_path = utf8_of(spec.attr("exchange_api"));
   if (!api_path.empty() && !t->fixed_importer.is_valid()) learn_exchange_api(*t, spec.attr("exchange_api"));
   return t;
@@ -328,12 +338,25 @@ TargetRef known_target(PyObject* to) {
   return TargetRef();
 }
 
+// Whether a module of Target.direct_from that was not imported when the
+// target was learnt is imported now (its classes can be found).
+bool direct_module_arrived(const LearntTarget& t) {
+  PyObject* modules = PyImport_GetModuleDict();
+  for (const nb::object& name : t.direct_missing)
+    if (dict_item(modules, name.ptr()) != nullptr) return true;
+  return false;
+}
+
 // The learnt entry for a str target, learnt now if new or stale.
 TargetRef find_target(PyObject* to) {
   TargetRef found = known_target(to);
   if (PyErr_Occurred()) throw nb::python_error();
   PyObject* targets = installed_targets.get();
   const uint64_t version = py::dict_version(targets);
+  if (found && direct_module_arrived(*found)) {
+    forget(found.get());
+    found.reset();
+  }
   if (found) {
     {
       StateLock lock(targets_mutex);
@@ -359,10 +382,21 @@ struct ConvertRequest {
   bool shortcuts = true;  // false: the general path, for the differential test
 };
 
-bool is_own_array(PyObject* x, const LearntTarget& t) {
-  for (const nb::object& type : t.own_types)
+bool is_instance_of_any(PyObject* x, const std::vector<nb::object>& types) {
+  for (const nb::object& type : types)
     if (PyObject_TypeCheck(x, reinterpret_cast<PyTypeObject*>(type.ptr()))) return true;
   return false;
+}
+
+bool is_own_array(PyObject* x, const LearntTarget& t) { return is_instance_of_any(x, t.own_types); }
+
+// Target.direct_from: x goes to the importer as it is, before any import of
+// its own, for a plain request only. The target library reads such arrays
+// exactly as dlbridge would hand them over, and each side refuses what it
+// cannot take; a refusal sends convert to its plan (carry_out_decision).
+bool hands_directly(PyObject* x, const LearntTarget& t, const ConvertRequest& request) {
+  return request.shortcuts && request.device == Py_None && !request.copy && !t.direct_types.empty() &&
+         is_instance_of_any(x, t.direct_types);
 }
 
 // x imported, and whether the import itself made the one copy that the
@@ -419,11 +453,12 @@ Writability writability_of(const Tensor& t) {
   return t.view().readonly() ? Writability::read_only : Writability::writable;
 }
 
-enum class Via : uint8_t { input, dlbridge, importer, exchange_api, adapter, capsule, extension };
+enum class Via : uint8_t { input, direct, dlbridge, importer, exchange_api, adapter, capsule, extension };
 
 const char* via_name(Via via) {
   switch (via) {
     case Via::input: return "input";
+    case Via::direct: return "direct";
     case Via::dlbridge: return "dlbridge";
     case Via::importer: return "importer";
     case Via::exchange_api: return "exchange_api";
@@ -460,13 +495,19 @@ Via choose_hand_over(const LearntTarget& t, const ConvertPlan& plan, const Tenso
   return Via::importer;
 }
 
-Decision decide(PyObject* x, const LearntTarget& t, const ConvertRequest& request, PyObject* importer) {
+// try_direct: x may go to the importer as it is (hands_directly); the plan
+// is made only if the importer refuses it.
+Decision decide(PyObject* x, const LearntTarget& t, const ConvertRequest& request, PyObject* importer,
+                bool try_direct) {
   Decision d;
   if (t.to_dlbridge) {
     d.via = Via::dlbridge;
   } else if (request.device == Py_None && request.copy != true && is_own_array(x, t)) {
     d.return_input = true;
     d.via = Via::input;
+    return d;
+  } else if (try_direct && hands_directly(x, t, request)) {
+    d.via = Via::direct;
     return d;
   }
   import_source(x, request, d.imported.emplace());
@@ -531,6 +572,12 @@ nb::object tensor_object(PyObject* x, const Tensor& tensor, bool unchanged) {
 PyObject* carry_out_decision(PyObject* x, const LearntTarget& t, const ConvertRequest& request, Decision& d,
                              PyObject* importer) {
   if (d.return_input) return Py_NewRef(x);
+  if (d.via == Via::direct) {
+    if (PyObject* out = call_importer(importer, x, false)) return out;
+    if (!PyErr_ExceptionMatches(PyExc_Exception)) return nullptr;
+    PyErr_Clear();
+    d = decide(x, t, request, importer, false);
+  }
   const ConvertPlan& p = d.plan;
   const bool as_imported = hands_imported_tensor(p);
   const bool unchanged = as_imported && d.imported->source != nullptr;
@@ -585,7 +632,7 @@ PyObject* convert_call(PyObject* x, PyObject* to, const ConvertRequest& request,
       if (!importer.is_valid()) throw nb::python_error();
     }
   }
-  Decision d = decide(x, *target, request, importer.ptr());
+  Decision d = decide(x, *target, request, importer.ptr(), true);
   return finish(x, *target, d, importer.ptr());
 }
 
@@ -676,8 +723,15 @@ PyObject* plan_convert_entry(PyObject*, PyObject* const* args, Py_ssize_t nargsf
   return python_boundary<PyObject*>(nullptr, [&]() -> PyObject* {
     const ConvertRequest request = parse_request("plan_convert", args, nargsf, kwnames, 2);
     return convert_call(args[0], args[1], request,
-                        [&](PyObject*, const LearntTarget& t, Decision& d, PyObject*) {
-                          return nb::cast(summarise(t, d)).release().ptr();
+                        [&](PyObject* x, const LearntTarget& t, Decision& d, PyObject* importer) {
+                          if (d.via != Via::direct) return nb::cast(summarise(t, d)).release().ptr();
+                          // What the importer does with x is its own; the plan
+                          // says what convert does where it refuses.
+                          PlanSummary s = summarise(t, decide(x, t, request, importer, false));
+                          s.via = via_name(Via::direct);
+                          s.why = "handed to the importer as it is (Target.direct_from); if it refuses: " +
+                                  (s.why.empty() ? std::string("no copy") : s.why);
+                          return nb::cast(std::move(s)).release().ptr();
                         });
   });
 }
@@ -711,7 +765,7 @@ void bind_convert(nb::module_& m) {
                    "'target_import', 'alignment', 'device', 'producer', 'byte_order'.")
       .def_ro("why", &PlanSummary::why, "The reasons in words; empty without a copy.")
       .def_ro("via", &PlanSummary::via,
-              "How the target receives it: 'input', 'dlbridge', 'importer' (its from_dlpack), 'exchange_api' "
+              "How the target receives it: 'input', 'direct' (x itself, to its from_dlpack), 'dlbridge', 'importer' (its from_dlpack), 'exchange_api' "
               "(its DLPack C exchange API), 'hand_over' (dlbridge's hand-over for that library), 'capsule' "
               "(a legacy capsule), 'extension'.")
       .def_ro("unpack", &PlanSummary::unpack, "dlbridge's copy stores one value per byte.")

@@ -90,6 +90,17 @@ def array_classes(target: Target) -> tuple[type, ...]:
     return tuple(cls for cls in found if isinstance(cls, type))
 
 
+def direct_classes(target: Target) -> tuple[tuple[type, ...], tuple[str, ...]]:
+    """``target.direct_from``'s classes as far as their modules are imported, and the modules of
+    the others (convert learns the target again once one of them is imported)."""
+    if target.direct_from and target.read_only == "ignored":
+        raise ValueError("Target.direct_from needs a target that sees READ_ONLY or never writes: "
+                         "handing an array over directly would skip the read-only copy")
+    found = [(path, lookup(path, imported_only=True)) for path in target.direct_from]
+    return (tuple(cls for _, cls in found if isinstance(cls, type)),
+            tuple(path.partition(":")[0] for path, cls in found if not isinstance(cls, type)))
+
+
 def producer_facts(cls: type) -> tuple[str, type, bool] | None:
     """What the extension's importer needs to know of a producer type, asked once per type:
     (library name, its real array class, whether its legacy capsules carry writable memory),
