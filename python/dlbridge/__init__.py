@@ -31,8 +31,8 @@ from .libraries import arrow as _arrow
 _core._install_producer_facts(_libraries.producer_facts)
 
 # pyarrow's own __dlpack__ refuses nulls, booleans and chunked arrays: from_dlpack asks
-# Arrow's second look after such a refusal (and only then).
-_core._install_arrow_second_look(_arrow.second_look)
+# Arrow's second look after such a refusal of an object from its module (and only then).
+_core._install_arrow_second_look(_arrow.MODULE, _arrow.second_look)
 from .errors import (
     ConsumedCapsuleError,
     CopyRequiredError,

@@ -197,6 +197,9 @@ class Tensor:
         """Export as a DLPack capsule: versioned (1, 3) when max_version >= (1, 0), legacy otherwise; dl_device and copy as the DLPack spec defines them."""
     def __buffer__(self, flags: int, /) -> memoryview: ...
 
+    def __dlpack_device__(self) -> tuple[DeviceType | int, int]:
+        """(device_type, device_id) of the data, as the DLPack protocol asks."""
+
     def __reduce_ex__(self, protocol: int) -> tuple[object, tuple[object, ...]]:
         """
         Pickle support: protocol 5 sends the data as one out-of-band buffer, without a copy when the tensor is dense; older protocols send one bytes copy; a shared tensor (share_memory(), host or CUDA) sends only its segment's name.
@@ -221,8 +224,10 @@ class Tensor:
 
     __dlpack_c_exchange_api__: CapsuleType
 
-    def __dlpack_device__(self) -> tuple[DeviceType | int, int]:
-        """(device_type, device_id) of the data, as the DLPack protocol asks."""
+def from_dlpack(x: object, /, *, device: DeviceLike | None = None, copy: bool | None = None) -> Tensor:
+    """
+    Import x (a DLPack producer, a DLPack capsule, or any object with the buffer protocol, __array_interface__ or __cuda_array_interface__) as a dlbridge.Tensor, zero-copy whenever the request allows. copy=True never aliases; copy=False never copies.
+    """
 
 def to_dlpack(x: object, /, *, stream: int | None = None, max_version: tuple[int, int] | None = None, dl_device: tuple[int, int] | DeviceLike | None = None, copy: bool | None = None) -> CapsuleType:
     """
@@ -232,11 +237,6 @@ def to_dlpack(x: object, /, *, stream: int | None = None, max_version: tuple[int
 def empty(shape: SupportsIndex | tuple[int, ...] | list[int], dtype: DTypeLike = "float32", device: DeviceLike = "cpu", *, shared: bool = False) -> Tensor:
     """
     A new, writable, compact tensor with uninitialised contents; shared=True places it in POSIX shared memory (zero-filled), or for device="cuda:N" in CUDA memory exported with CUDA IPC, that pickles pass to other processes by name.
-    """
-
-def from_dlpack(x: object, /, *, device: DeviceLike | None = None, copy: bool | None = None) -> Tensor:
-    """
-    Import x (a DLPack producer, a DLPack capsule, or any object with the buffer protocol, __array_interface__ or __cuda_array_interface__) as a dlbridge.Tensor, zero-copy whenever the request allows. copy=True never aliases; copy=False never copies.
     """
 
 class ConversionPlan:
@@ -273,7 +273,7 @@ class ConversionPlan:
     @property
     def via(self) -> str:
         """
-        How the target receives it: 'input', 'dlbridge', 'importer' (its from_dlpack), 'exchange_api' (its DLPack C exchange API), 'hand_over' (dlbridge's hand-over for that library), 'capsule' (a legacy capsule), 'extension'.
+        How the target receives it: 'input', 'direct' (x itself, to its from_dlpack), 'dlbridge', 'importer' (its from_dlpack), 'exchange_api' (its DLPack C exchange API), 'hand_over' (dlbridge's hand-over for that library), 'capsule' (a legacy capsule), 'extension'.
         """
 
     @property

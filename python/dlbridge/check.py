@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import gc
-import importlib
 import inspect
 import json
 import math
@@ -20,15 +19,13 @@ import sys
 from typing import Callable
 
 from . import libraries
+from ._core import from_dlpack, inspect_capsule
+from .libraries._lookup import lookup
 from .libraries._spec import NotObservable
 
 READ_ONLY, IS_COPIED = 1 << 0, 1 << 1
 LEGACY, VERSIONED = "dltensor", "dltensor_versioned"
-PASS, FAIL, NA, ERROR = "pass", "fail", "n/a", "error"
-
-
-class ToolMissing(Exception):
-    """check itself lacks what it needs to look (reported as an error, which fails the run)."""
+PASS, FAIL, NA = "pass", "fail", "n/a"
 
 
 @dataclasses.dataclass
@@ -39,9 +36,7 @@ class Producer:
 
 
 def _dlbridge_make(shape, dtype, readonly=False):
-    import dlbridge
-
-    return dlbridge.from_dlpack(libraries.LIBRARIES["numpy"].make(shape, dtype, readonly))
+    return from_dlpack(libraries.LIBRARIES["numpy"].make(shape, dtype, readonly))
 
 
 def _library_producer(name: str) -> Callable[[], Producer]:
@@ -59,10 +54,7 @@ def load_target(spec: str) -> Producer:
         return BUILTIN[spec]()
     if ":" not in spec:
         raise ValueError(f"unknown target {spec!r}: use {', '.join(BUILTIN)} or module:factory")
-    module_name, _, attr = spec.partition(":")
-    factory = importlib.import_module(module_name)
-    for part in attr.split("."):
-        factory = getattr(factory, part)
+    factory = lookup(spec)
     try:
         takes_readonly = "readonly" in inspect.signature(factory).parameters
     except (TypeError, ValueError):
@@ -78,19 +70,8 @@ def load_target(spec: str) -> Producer:
     return Producer(spec, make, takes_readonly)
 
 
-def _inspect():
-    try:
-        import dlbridge
-    except ImportError as exc:
-        raise ToolMissing(f"dlbridge is not importable ({exc})") from None
-    fn = getattr(dlbridge, "inspect_capsule", None) or getattr(getattr(dlbridge, "_core", None), "inspect_capsule", None)
-    if fn is None:
-        raise ToolMissing("dlbridge.inspect_capsule is not available in this build")
-    return fn
-
-
 def _name(capsule) -> str:
-    return _inspect()(capsule)["name"]
+    return inspect_capsule(capsule)["name"]
 
 
 def _flags(info: dict) -> int:
@@ -174,14 +155,14 @@ def _legacy(p):
 
 @rule("P2.versioned", "max_version=(1, 3) gives 'dltensor_versioned' carrying version (1, x)")
 def _versioned(p):
-    info = _inspect()(p.make((2, 3), "float32").__dlpack__(max_version=(1, 3)))
+    info = inspect_capsule(p.make((2, 3), "float32").__dlpack__(max_version=(1, 3)))
     ok = info["name"] == VERSIONED and info["version"] is not None and info["version"][0] == 1
     return ok, f"name {info['name']!r}, version {info['version']}"
 
 
 @rule("P2.newer", "max_version=(2, 0) still gets the producer's own version (major 1), not a refusal")
 def _newer(p):
-    info = _inspect()(p.make((2, 3), "float32").__dlpack__(max_version=(2, 0)))
+    info = inspect_capsule(p.make((2, 3), "float32").__dlpack__(max_version=(2, 0)))
     ok = info["name"] == VERSIONED and info["version"] is not None and tuple(info["version"])[0] == 1
     return ok, f"name {info['name']!r}, version {info['version']}"
 
@@ -205,7 +186,7 @@ def _readonly_legacy(p):
 @rule("P3.same_device", "dl_device=None exports on the array's own device, as __dlpack_device__ says")
 def _same_device(p):
     x = p.make((2, 3), "float32")
-    info = _inspect()(x.__dlpack__(max_version=(1, 3), dl_device=None))
+    info = inspect_capsule(x.__dlpack__(max_version=(1, 3), dl_device=None))
     dev = tuple(int(v) for v in x.__dlpack_device__())
     return tuple(info["device"]) == dev, f"capsule device {tuple(info['device'])}, __dlpack_device__ {dev}"
 
@@ -214,7 +195,7 @@ def _same_device(p):
 def _own_device(p):
     x = p.make((2, 3), "float32")
     dev = tuple(int(v) for v in x.__dlpack_device__())
-    info = _inspect()(x.__dlpack__(max_version=(1, 3), dl_device=dev))
+    info = inspect_capsule(x.__dlpack__(max_version=(1, 3), dl_device=dev))
     return tuple(info["device"]) == dev, f"dl_device={dev} -> capsule device {tuple(info['device'])}"
 
 
@@ -232,7 +213,7 @@ def _bad_device(p):
 @rule("P4.copy_true", "copy=True makes a copy (other data pointer) and sets IS_COPIED")
 def _copy_true(p):
     x = p.make((2, 3), "float32")
-    look = _inspect()
+    look = inspect_capsule
     plain = look(x.__dlpack__(max_version=(1, 3)))
     try:
         copied = look(x.__dlpack__(max_version=(1, 3), copy=True))
@@ -245,7 +226,7 @@ def _copy_true(p):
 @rule("P4.copy_false", "copy=False exports without a copy (same data pointer, IS_COPIED clear)")
 def _copy_false(p):
     x = p.make((2, 3), "float32")
-    look = _inspect()
+    look = inspect_capsule
     plain = look(x.__dlpack__(max_version=(1, 3)))
     info = look(x.__dlpack__(max_version=(1, 3), copy=False))
     ok = info["data"] == plain["data"] and not _flags(info) & IS_COPIED
@@ -304,18 +285,12 @@ def _unconsumed(p):
 
 @rule("P7.consumed", "a consumed capsule (renamed used_...) leaves the data to the consumer; the deleter runs once")
 def _consumed(p):
-    try:
-        import dlbridge
-
-        consume = dlbridge.from_dlpack
-    except (ImportError, AttributeError):
-        raise NotObservable("needs dlbridge.from_dlpack as the consumer") from None
-    return _released(p, consume)
+    return _released(p, from_dlpack)
 
 
 @rule("P8.flags_default", "flags are 0 for plain writable data")
 def _flags_default(p):
-    info = _inspect()(p.make((2, 3), "float32").__dlpack__(max_version=(1, 3)))
+    info = inspect_capsule(p.make((2, 3), "float32").__dlpack__(max_version=(1, 3)))
     if info["name"] != VERSIONED:
         raise NotObservable("the producer gave a legacy capsule, which has no flags")
     return info["flags"] == 0, f"flags {info['flags']:#x}"
@@ -323,7 +298,7 @@ def _flags_default(p):
 
 @rule("P8.flags_readonly", "read-only data exported versioned carries READ_ONLY")
 def _flags_readonly(p):
-    info = _inspect()(p.make((2, 3), "float32", readonly=True).__dlpack__(max_version=(1, 3)))
+    info = inspect_capsule(p.make((2, 3), "float32", readonly=True).__dlpack__(max_version=(1, 3)))
     if info["name"] != VERSIONED:
         return False, f"name {info['name']!r}: no way to carry the flag"
     return bool(info["flags"] & READ_ONLY), f"flags {info['flags']:#x}"
@@ -335,13 +310,13 @@ def _cpu_id(p):
     dev = x.__dlpack_device__()
     if int(dev[0]) != 1:
         raise NotObservable(f"not CPU data: {dev}")
-    info = _inspect()(x.__dlpack__(max_version=(1, 3)))
+    info = inspect_capsule(x.__dlpack__(max_version=(1, 3)))
     return int(dev[1]) == 0 and tuple(info["device"]) == (1, 0), f"__dlpack_device__ {dev}, capsule {tuple(info['device'])}"
 
 
 @rule("P8.strides", "strides are non-NULL when ndim != 0 (DLPack >= 1.2)")
 def _strides(p):
-    info = _inspect()(p.make((2, 3), "float32").__dlpack__(max_version=(1, 3)))
+    info = inspect_capsule(p.make((2, 3), "float32").__dlpack__(max_version=(1, 3)))
     version = tuple(info["version"] or (0, 0))
     if version < (1, 2):
         raise NotObservable(f"capsule {info['name']!r} version {info['version']}: NULL strides allowed before 1.2")
@@ -350,7 +325,7 @@ def _strides(p):
 
 @rule("P8.describes", "the capsule describes the array: shape, dtype (float32 = (2, 32, 1)) and element strides")
 def _describes(p):
-    info = _inspect()(p.make((2, 3), "float32").__dlpack__(max_version=(1, 3)))
+    info = inspect_capsule(p.make((2, 3), "float32").__dlpack__(max_version=(1, 3)))
     strides = info["strides"]
     ok = (tuple(info["shape"]) == (2, 3) and tuple(info["dtype"]) == (2, 32, 1)
           and (strides is None or tuple(strides) == (3, 1)))
@@ -359,7 +334,7 @@ def _describes(p):
 
 @rule("P8.edge_shapes", "0-d and size-0 arrays export (size-0 may have NULL data)")
 def _edge_shapes(p):
-    look = _inspect()
+    look = inspect_capsule
     zero_d = look(p.make((), "float32").__dlpack__(max_version=(1, 3)))
     empty = look(p.make((0, 3), "float32").__dlpack__(max_version=(1, 3)))
     # A 0-d tensor may have a NULL shape, which inspect_capsule reports as None.
@@ -382,7 +357,7 @@ def _exchange_api(p):
 # -- running and reporting ------------------------------------------------------------------------
 
 def evaluate(rules: list, call: Callable) -> list[dict]:
-    """Runs every rule through ``call(fn) -> (ok, evidence)`` and reports pass, fail, n/a or error for each."""
+    """Runs every rule through ``call(fn) -> (ok, evidence)`` and reports pass, fail or n/a for each."""
     from .catalogue import identify
 
     results = []
@@ -393,8 +368,6 @@ def evaluate(rules: list, call: Callable) -> list[dict]:
             status = PASS if ok else FAIL
         except NotObservable as exc:
             status, evidence = NA, str(exc)
-        except ToolMissing as exc:
-            status, evidence = ERROR, str(exc)
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # noqa: BLE001 (a producer's SystemExit is its failure, not check's end)
@@ -410,7 +383,7 @@ def run(producer: Producer) -> list[dict]:
 
 
 def render(target: str, results: list[dict], color: bool = False) -> str:
-    paint = {PASS: "32", FAIL: "31", NA: "2", ERROR: "31"}
+    paint = {PASS: "32", FAIL: "31", NA: "2"}
     lines = [f"dlbridge check {target}: {len(RULES)} producer rules of DLPack 1.3"]
     width = max(len(r["rule"]) for r in results)
     for r in results:
@@ -420,9 +393,9 @@ def render(target: str, results: list[dict], color: bool = False) -> str:
         lines.append(f"{mark}  {r['rule'].ljust(width)}  {r['text']}\n      {' ' * width}  evidence: {r['evidence']}")
         if r.get("catalogue"):
             lines.append(f"      {' ' * width}  catalogue: {r['catalogue']}")
-    counts = {s: sum(r["status"] == s for r in results) for s in (PASS, FAIL, NA, ERROR)}
+    counts = {s: sum(r["status"] == s for r in results) for s in (PASS, FAIL, NA)}
     summary = f"{counts[PASS]} passed, {counts[FAIL]} failed, {counts[NA]} not observable"
-    lines.append(summary + (f", {counts[ERROR]} could not be checked" if counts[ERROR] else ""))
+    lines.append(summary)
     return "\n".join(lines) + "\n"
 
 
@@ -444,4 +417,4 @@ def main(target: str, as_json: bool = False) -> int:
         sys.stdout.write("\n")
     else:
         sys.stdout.write(render(target, results, color=sys.stdout.isatty()))
-    return 1 if any(r["status"] in (FAIL, ERROR) for r in results) else 0
+    return 1 if any(r["status"] == FAIL for r in results) else 0

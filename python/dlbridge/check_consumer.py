@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ctypes
 import gc
-import importlib
 import subprocess
 import sys
 import textwrap
@@ -19,6 +18,7 @@ from typing import Callable
 
 from . import libraries
 from .check import NotObservable, evaluate, rule_registry
+from .libraries._lookup import lookup
 
 # The importers whose consumer rules were measured (libraries/<name>.py: CONSUMER), and dlbridge's.
 BUILTIN = {name: module.CONSUMER for name, module in libraries.LIBRARIES.items() if hasattr(module, "CONSUMER")}
@@ -30,10 +30,7 @@ def load_consumer(spec: str) -> tuple[str, Callable]:
     spec = BUILTIN.get(spec, spec)
     if ":" not in spec:
         raise ValueError(f"unknown consumer {spec!r}: use {', '.join(BUILTIN)} or module:callable")
-    module_name, _, attr = spec.partition(":")
-    target = importlib.import_module(module_name)
-    for part in attr.split("."):
-        target = getattr(target, part)
+    target = lookup(spec)
     if not callable(target):
         raise ValueError(f"{spec} is not callable")
     return spec, target
@@ -270,13 +267,11 @@ def _offset_view(consume):
 
 
 _NEGATIVE_CHILD = textwrap.dedent("""
-    import importlib, sys
+    import sys
     import numpy as np
     import dlbridge
-    module_name, _, attr = sys.argv[1].partition(":")
-    consume = importlib.import_module(module_name)
-    for part in attr.split("."):
-        consume = getattr(consume, part)
+    from dlbridge.libraries._lookup import lookup
+    consume = lookup(sys.argv[1])
     source = np.arange(6.0).reshape(2, 3)[:, ::-1]
     try:
         got = np.asarray(dlbridge.from_dlpack(consume(dlbridge.from_dlpack(source))))

@@ -88,7 +88,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=_doctor)
 
     p = sub.add_parser("check", help="conformance of one producer to the DLPack 1.3 rules")
-    p.add_argument("target", help="numpy, torch, jax, dlbridge, tvm_ffi, or module:factory")
+    # No list of names here: they are dlbridge.libraries', and reading them would import the package
+    # for every command; an unknown name is answered with the whole list.
+    p.add_argument("target", help="a library of dlbridge.libraries that makes arrays (an unknown name lists "
+                                  "them), dlbridge, or module:factory")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.set_defaults(run=_check)
 

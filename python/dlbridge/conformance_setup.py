@@ -22,6 +22,7 @@ import sys
 import traceback
 
 from . import check, check_consumer
+from .libraries._lookup import MissingAttribute, lookup
 
 #: What the setup check asks each producer factory for: the shape and dtype most rules use.
 PROBE_SHAPE, PROBE_DTYPE = (2, 3), "float32"
@@ -80,12 +81,13 @@ def _where_raised(exc: BaseException) -> str:
     return f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
 
 
-def _resolve(option: str, spec: str, kind: str, full: str | None = None):
+def _load(option: str, spec: str, kind: str, full: str | None = None):
     """The object that ``module:attr.path`` (full, or spec itself) names, and its module; SetupError with the
     fix otherwise."""
+    path = full or spec
     if full and full != spec:
         spec = f"{spec} ({full})"
-    module_name, _, attr = (full or spec).partition(":")
+    module_name, _, attr = path.partition(":")
     if not module_name or not attr:
         raise SetupError(f"{option} {spec}: expected module:{kind}")
     try:
@@ -101,14 +103,12 @@ def _resolve(option: str, spec: str, kind: str, full: str | None = None):
     except Exception as exc:
         raise SetupError(f"{option} {spec}: importing {module_name!r} failed: "
                          f"{type(exc).__name__}: {exc}{_where_raised(exc)}") from None
-    target, owner = module, module_name
-    for part in attr.split("."):
-        if not hasattr(target, part):
-            raise SetupError(f"{option} {spec}: {owner!r} has no attribute {part!r}"
-                             f"{_suggestion(part, dir(target))}")
-        target, owner = getattr(target, part), f"{owner}.{part}"
+    try:
+        target = lookup(path)
+    except MissingAttribute as exc:
+        raise SetupError(f"{option} {spec}: {exc}{_suggestion(exc.name, dir(exc.owner))}") from None
     if not callable(target):
-        raise SetupError(f"{option} {spec}: {owner} is a {type(target).__name__}, not a {kind}")
+        raise SetupError(f"{option} {spec}: {module_name}.{attr} is a {type(target).__name__}, not a {kind}")
     return target, module
 
 
@@ -191,7 +191,7 @@ def producer_subject(spec: str) -> Subject:
         if ":" not in spec:
             raise SetupError(f"{option} {spec}: not a short name ({', '.join(check.BUILTIN)}) nor "
                              f"module:factory{_suggestion(spec, check.BUILTIN)}")
-        factory, module = _resolve(option, spec, "factory")
+        factory, module = _load(option, spec, "factory")
         _check_signature(option, spec, factory, (PROBE_SHAPE, PROBE_DTYPE), "factory(shape, dtype)")
         producer, whose = check.load_target(spec), "your factory"
     path, line = _location(factory, module)
@@ -240,7 +240,7 @@ def consumer_subject(spec: str) -> Subject:
     if ":" not in full:
         raise SetupError(f"{option} {spec}: not a short name ({', '.join(check_consumer.BUILTIN)}) nor "
                          f"module:callable{_suggestion(spec, check_consumer.BUILTIN)}")
-    consume, module = _resolve(option, spec, "callable", full)
+    consume, module = _load(option, spec, "callable", full)
     _check_signature(option, spec, consume, (object(),), "consume(producer)")
     path, line = _location(consume, module)
     return Subject(option, spec, check_consumer.load_consumer(spec), path, line)

@@ -3,7 +3,7 @@
 ``convert`` and ``plan_convert`` are the extension's (src/python/convert.cpp); the decision
 they carry out is the core's ``plan_convert`` (include/dlbridge/convert_plan.hpp). What each
 library accepts is stated in its module of ``dlbridge.libraries``. This module only says
-which description a target names (``_resolve``); it decides nothing about a route.
+which description a target names (``_target_of``); it decides nothing about a hand-over.
 """
 
 from __future__ import annotations
@@ -26,9 +26,20 @@ def target_names() -> list[str]:
     return ["dlbridge", *TARGETS]
 
 
-def _resolve(to) -> tuple[str, Target | None, Callable[..., Any] | None]:
-    """(name, description, importer) for `to`: description None means dlbridge itself;
-    importer None means Target.module's attribute Target.entry (looked up per call)."""
+def _target_of(to) -> tuple[str, Target | None, Callable[..., Any] | None, tuple[type, ...],
+                            tuple[tuple[type, ...], tuple[str, ...]]]:
+    """(name, description, importer, array classes, direct classes) for `to`: description None
+    means dlbridge itself; importer None means Target.module's attribute Target.entry (looked up
+    per call); the array classes are the library's own (``libraries.array_classes``), which
+    convert returns as they are; the direct classes are those the importer is handed as they are
+    (``libraries.direct_classes``)."""
+    name, target, importer = _described(to)
+    if target is None:
+        return name, target, importer, (), ((), ())
+    return name, target, importer, libraries.array_classes(target), libraries.direct_classes(target)
+
+
+def _described(to) -> tuple[str, Target | None, Callable[..., Any] | None]:
     if isinstance(to, str):
         if to == "dlbridge":
             return "dlbridge", None, None
@@ -44,11 +55,11 @@ def _resolve(to) -> tuple[str, Target | None, Callable[..., Any] | None]:
         except ImportError:
             raise ValueError(f"unknown conversion target {to!r}; use one of {', '.join(target_names())}, "
                              "or pass a module or callable that has from_dlpack") from None
-        return _resolve_object(module)
-    return _resolve_object(to)
+        return _described_object(module)
+    return _described_object(to)
 
 
-def _resolve_object(to) -> tuple[str, Target | None, Callable[..., Any]]:
+def _described_object(to) -> tuple[str, Target | None, Callable[..., Any]]:
     fn = getattr(to, "from_dlpack", None)
     if fn is None and callable(to):
         fn = to
@@ -69,4 +80,4 @@ def _resolve_object(to) -> tuple[str, Target | None, Callable[..., Any]]:
 
 convert = _core.convert
 plan_convert = _core.plan_convert
-_core._install_convert(TARGETS, _resolve)
+_core._install_convert(TARGETS, _target_of)

@@ -38,15 +38,6 @@ void fail_byte_order(const std::string& what) {
                "dlbridge.convert do it (it byte-swaps whenever a copy is allowed).");
 }
 
-void check_byte_order(nb::handle x) {
-  nb::object interface = attribute_or_none(x, "__array_interface__");
-  if (!PyDict_Check(interface.ptr())) return;
-  PyObject* typestr = PyDict_GetItemString(interface.ptr(), "typestr");  // borrowed
-  if (typestr == nullptr || !PyUnicode_Check(typestr)) return;
-  const std::string text = utf8_of(typestr);
-  if (!text.empty() && text[0] == '>') fail_byte_order("'" + text + "'");
-}
-
 namespace {
 
 [[noreturn]] void unsupported_format(const std::string& what) {
@@ -140,11 +131,10 @@ uintptr_t address_from(nb::handle value, const char* name) {
   return uintptr_t(address);
 }
 
-Tensor tensor_over(std::shared_ptr<PythonOwner> owner, void* data, DType dtype,
-                   const std::vector<int64_t>& shape, const std::vector<int64_t>& strides,
-                   Device device, uint64_t flags) {
-  TensorView view = TensorView::from_data(data, dtype, shape, strides, device, flags);
-  return tensor_from_managed(ManagedTensor::adopt(make_versioned(view, std::move(owner), flags)));
+Tensor tensor_over_memory(std::shared_ptr<PythonOwner> owner, void* data, DType dtype,
+                          const std::vector<int64_t>& shape, const std::vector<int64_t>& strides, Device device,
+                          uint64_t flags) {
+  return tensor_over(TensorView::from_data(data, dtype, shape, strides, device, flags), std::move(owner));
 }
 
 }  // namespace
@@ -194,11 +184,11 @@ ArrayInterface read_array_interface(nb::handle interface, const char* name,
 Tensor tensor_over_object(nb::handle x, const ArrayInterface& fields, Device device) {
   auto owner = std::make_shared<PythonOwner>();
   owner->object = nb::borrow(x).release().ptr();
-  return tensor_over(std::move(owner), reinterpret_cast<void*>(fields.address), fields.dtype,
-                     fields.shape, fields.strides, device, fields.flags);
+  return tensor_over_memory(std::move(owner), reinterpret_cast<void*>(fields.address), fields.dtype, fields.shape,
+                            fields.strides, device, fields.flags);
 }
 
-Tensor import_buffer(nb::handle x) {
+Tensor tensor_from_buffer(nb::handle x) {
   auto owner = std::make_shared<PythonOwner>();
   if (PyObject_GetBuffer(x.ptr(), &owner->buffer, PyBUF_RECORDS_RO) != 0) throw nb::python_error();
   owner->has_buffer = true;
@@ -209,39 +199,15 @@ Tensor import_buffer(nb::handle x) {
                        std::to_string(b.itemsize));
   std::vector<int64_t> shape(b.shape, b.shape + b.ndim), byte_strides;
   if (b.strides) byte_strides.assign(b.strides, b.strides + b.ndim);
-  return tensor_over(owner, b.buf, dtype, shape, element_strides(byte_strides, b.itemsize, shape),
-                     Device{}, b.readonly ? DLBRIDGE_FLAG_READ_ONLY : 0);
+  return tensor_over_memory(owner, b.buf, dtype, shape, element_strides(byte_strides, b.itemsize, shape), Device{},
+                            b.readonly ? DLBRIDGE_FLAG_READ_ONLY : 0);
 }
 
-Tensor import_array_interface(nb::handle x, nb::handle interface) {
+Tensor tensor_from_array_interface(nb::handle x, nb::handle interface) {
   // The dict may own the memory: a NumPy scalar's interface describes a
   // temporary array that only the dict's '__ref' keeps alive.
   return tensor_over_object(nb::make_tuple(x, interface),
                             read_array_interface(interface, "__array_interface__"), Device{});
 }
-
-// NumPy exports only its built-in dtypes through DLPack. An array of an
-// extension dtype (ml_dtypes' bfloat16 and float8 types) still names its
-// dtype, and its memory is described by __array_interface__.
-std::optional<Tensor> import_extension_dtype(nb::handle x) {
-  nb::object interface = attribute_or_none(x, "__array_interface__");
-  nb::object dtype = attribute_or_none(x, "dtype");
-  if (interface.is_none() || dtype.is_none()) return std::nullopt;
-  std::optional<DType> parsed;
-  try {
-    parsed = dtype_from_python(dtype);
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
-  const bool numpy_exports_it = !parsed->is_subbyte() &&
-                                (parsed->code == abi::kDLInt || parsed->code == abi::kDLUInt ||
-                                 parsed->code == abi::kDLFloat || parsed->code == abi::kDLComplex ||
-                                 parsed->code == abi::kDLBool);
-  if (numpy_exports_it) return std::nullopt;  // refused for another reason: keep that error
-  return tensor_over_object(nb::make_tuple(x, interface),
-                            read_array_interface(interface, "__array_interface__", parsed),
-                            Device{});
-}
-
 
 }  // namespace dlbridge::python

@@ -33,14 +33,10 @@ Tensor tensor_over_object(nb::handle x, const ArrayInterface& fields, Device dev
 // DLPack has no byte order. UnsupportedDTypeError naming the fix for data
 // in the non-native one (dlbridge's hosts are little-endian).
 [[noreturn]] void fail_byte_order(const std::string& what);
-// The same for x when its __array_interface__ says big-endian; returns
-// otherwise. Asked after a producer refused x (NumPy's bare BufferError).
-void check_byte_order(nb::handle x);
 
-Tensor import_buffer(nb::handle x);
-Tensor import_array_interface(nb::handle x, nb::handle interface);
-// NumPy arrays of ml_dtypes types, which NumPy refuses to export through
-// DLPack; std::nullopt when x is not one.
-std::optional<Tensor> import_extension_dtype(nb::handle x);
+// The memory x describes through the buffer protocol, or through the
+// __array_interface__ dict it returned, as a Tensor owned by x.
+Tensor tensor_from_buffer(nb::handle x);
+Tensor tensor_from_array_interface(nb::handle x, nb::handle interface);
 
 }  // namespace dlbridge::python

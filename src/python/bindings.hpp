@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "py_compat.hpp"
@@ -82,15 +83,15 @@ template <typename Result, typename Body>
 Result python_boundary(Result failed, Body&& body) noexcept {
   return detail::error_boundary(failed, &set_python_error, std::forward<Body>(body));
 }
+// Raises error as the Python class of its code, as every coded error is
+// raised, with `cause` (a producer's own exception) as its __cause__.
+[[noreturn]] void raise_caused_by(const Error& error, nb::python_error& cause);
 // getattr(x, name, None) as Python defines it: only an AttributeError means
 // "absent"; any other exception raised by a property (KeyboardInterrupt
 // included) propagates.
 nb::object attribute_or_none(nb::handle x, const char* name);
 // Whether a caught Python exception is a dlbridge.DLPackError (coded).
 bool is_dlpack_error(const nb::python_error& error);
-// The Python class of a code: the one the package registered, or the
-// built-in one (a plain BufferError before registration).
-PyObject* python_error_class(ErrorCode code) noexcept;
 // The UTF-8 text of a str; a str that has none (lone surrogates) raises
 // UnicodeEncodeError, a ValueError, instead of nanobind's bare cast_error.
 std::string utf8_of(nb::handle text);
@@ -115,19 +116,93 @@ std::vector<int64_t> ints_from_python(nb::handle value, const std::string& what)
 nb::object device_type_to_python(DeviceType type);
 
 // --- capsule.cpp
-// The struct of a "dltensor_versioned" or "dltensor" capsule, taken (the
-// capsule renamed used_*) exactly once and now owned by the caller; every
-// refusal of the capsule itself (not a capsule, another name, consumed,
-// NULL) is raised here. One of the two is set.
-struct CapsuleStruct {
-  abi::DLManagedTensorVersioned* versioned = nullptr;
-  abi::DLManagedTensor* legacy = nullptr;
+// The struct a producer handed over -- from a "dltensor_versioned" or
+// "dltensor" capsule, taken exactly once (the capsule renamed used_*), or
+// from its C exchange API -- owned: its deleter runs when this goes, unless
+// it was handed on first.
+class TakenStruct {
+ public:
+  TakenStruct() noexcept = default;
+  // Past another major version no field but the version may be read.
+  explicit TakenStruct(abi::DLManagedTensorVersioned* m) noexcept
+      : struct_(m),
+        tensor_(m != nullptr && m->version.major == DLBRIDGE_DLPACK_MAJOR ? &m->dl_tensor : nullptr),
+        versioned_(true) {}
+  explicit TakenStruct(abi::DLManagedTensor* m) noexcept
+      : struct_(m), tensor_(m != nullptr ? &m->dl_tensor : nullptr) {}
+  TakenStruct(TakenStruct&& other) noexcept
+      : struct_(std::exchange(other.struct_, nullptr)),
+        tensor_(std::exchange(other.tensor_, nullptr)),
+        versioned_(other.versioned_) {}
+  TakenStruct& operator=(TakenStruct&& other) noexcept {
+    if (this != &other) {
+      if (struct_ != nullptr) drop();
+      struct_ = std::exchange(other.struct_, nullptr);
+      tensor_ = std::exchange(other.tensor_, nullptr);
+      versioned_ = other.versioned_;
+    }
+    return *this;
+  }
+  TakenStruct(const TakenStruct&) = delete;
+  TakenStruct& operator=(const TakenStruct&) = delete;
+  // One test for the moved-from and handed-on ones: they pass on every import.
+  ~TakenStruct() {
+    if (struct_ != nullptr) drop();
+  }
+
+  explicit operator bool() const noexcept { return struct_ != nullptr; }
+  bool is_versioned() const noexcept { return versioned_; }
+  // Its tensor, or NULL where no field but the version may be read: a
+  // versioned struct of another major version (or a NULL struct).
+  const abi::DLTensor* dl_tensor() const noexcept { return tensor_; }
+  // Whether a caller may read it in place as it is: ManagedTensor::adopt
+  // refuses nothing before looking at the tensor (another major version,
+  // flag bits DLPack does not define).
+  bool readable_in_place() const noexcept {
+    return tensor_ != nullptr && (!versioned_ || (versioned()->flags & ~known_flags) == 0);
+  }
+  // The flags it carries (a legacy struct carries none).
+  uint64_t flags() const noexcept { return versioned_ && struct_ != nullptr ? versioned()->flags : 0; }
+  // The struct, now the caller's.
+  abi::DLManagedTensorVersioned* release_versioned() noexcept {
+    tensor_ = nullptr;
+    return static_cast<abi::DLManagedTensorVersioned*>(std::exchange(struct_, nullptr));
+  }
+  abi::DLManagedTensor* release_legacy() noexcept {
+    tensor_ = nullptr;
+    return static_cast<abi::DLManagedTensor*>(std::exchange(struct_, nullptr));
+  }
+  // Validated and owned as a ManagedTensor (a legacy one carrying the flags
+  // the caller knows of it, assumed_flags); a refusal is raised after the
+  // deleter ran.
+  ManagedTensor adopt(uint64_t assumed_flags = 0) && {
+    if (versioned_) return ManagedTensor::adopt(release_versioned());
+    return ManagedTensor::adopt(release_legacy(), assumed_flags);
+  }
+
+ private:
+  abi::DLManagedTensorVersioned* versioned() const noexcept {
+    return static_cast<abi::DLManagedTensorVersioned*>(struct_);
+  }
+  abi::DLManagedTensor* legacy() const noexcept { return static_cast<abi::DLManagedTensor*>(struct_); }
+  void drop() noexcept {
+    if (versioned_) {
+      if (auto* m = release_versioned(); m->deleter != nullptr) m->deleter(m);
+    } else if (auto* m = release_legacy(); m->deleter != nullptr) {
+      m->deleter(m);
+    }
+  }
+
+  void* struct_ = nullptr;  // an abi::DLManagedTensorVersioned or an abi::DLManagedTensor
+  abi::DLTensor* tensor_ = nullptr;  // its tensor where it may be read (read on every import)
+  bool versioned_ = false;
 };
-CapsuleStruct take_capsule(nb::handle capsule);
-// Consumes a "dltensor" / "dltensor_versioned" capsule exactly once.
-ManagedTensor consume_capsule(nb::handle capsule, uint64_t legacy_flags = 0);
-// tensor_from_managed(consume_capsule(capsule)): the same tensor, or the
-// same refusal, with a versioned tensor adopted in place (tensor_adopting).
+// The struct of a "dltensor_versioned" or "dltensor" capsule, taken exactly
+// once; every refusal of the capsule itself (not a capsule, another name,
+// consumed, NULL) is raised here.
+TakenStruct take_capsule(nb::handle capsule);
+// The capsule's tensor: tensor_from_struct(take_capsule(capsule)), with the
+// same refusals.
 Tensor tensor_from_capsule(nb::handle capsule);
 nb::object make_capsule(const Tensor& tensor, ExportFormat format,
                         uint64_t extra_flags);
@@ -153,6 +228,13 @@ uint64_t imported_flags(bool versioned, uint64_t flags) noexcept;
 // tensor_from_managed(ManagedTensor::adopt(m)), with m adopted in the
 // tensor's storage itself: its view is built where it stays.
 Tensor tensor_adopting(abi::DLManagedTensorVersioned* m);
+// A producer's struct as a Tensor: a versioned one adopted in place
+// (tensor_adopting), a legacy one with no flags assumed (so read-only, its
+// writability unknown: imported_flags). Refusals are ManagedTensor::adopt's.
+Tensor tensor_from_struct(TakenStruct&& taken);
+// A tensor over view's memory, which owner keeps alive: the core's
+// export_tensor, held as a dlbridge.Tensor.
+Tensor tensor_over(const TensorView& view, std::shared_ptr<void> owner);
 // A compact copy on target; a copy to a device is queued on consumer_stream
 // (a DLPack stream value; absent: the device's default stream).
 Tensor copy_tensor(const Tensor& source, Device target, StreamArg consumer_stream = {});
@@ -170,14 +252,25 @@ extern PyType_Slot tensor_buffer_slots[];
 nb::dict array_interface(const Tensor& t);
 
 // --- import.cpp
-// entry names the public function for the TypeError of an unreadable x.
-Tensor import_object(nb::handle x, const ExchangeRequest& request,
-                     const char* entry = "dlbridge.from_dlpack");
+// x read as dlbridge.from_dlpack reads it, in one order for every caller:
+// a dlbridge.Tensor, a capsule, a producer (its C exchange API or
+// __dlpack__, its library's rules, its refusal as a coded error), the buffer
+// protocol, __array_interface__, __cuda_array_interface__; then, after any
+// failure, pyarrow's second look. entry names the public function for the
+// TypeError of an unreadable x.
+Tensor import_object(nb::handle x, const ExchangeRequest& request, const char* entry = "dlbridge.from_dlpack");
+// What import_object read for a caller that validates a producer's struct
+// in place (the C++ casters, caster_api.cpp): the struct as it came, instead
+// of adopted into a Tensor's storage, where it can be read in place
+// (TakenStruct::readable_in_place); else the Tensor.
+struct HeldRead {
+  TakenStruct taken;
+  uint64_t flags = 0;  // with taken: the flags its Tensor would show (imported_flags, or the library's statement)
+  std::optional<Tensor> tensor;
+};
+// import_object(x, {}, entry), the difference above its one parameter.
+void import_object(nb::handle x, const char* entry, HeldRead& out);
 void bind_import(nb::module_& m);
-
-// --- fast_calls.cpp
-// Whether objects of `type` come from the module `top` or one below it ("pyarrow").
-bool type_from_module(PyTypeObject* type, const char* top);
 
 // --- exchange.cpp
 const abi::DLPackExchangeAPI* dlbridge_exchange_api() noexcept;
@@ -188,6 +281,9 @@ void bind_exchange_api(nb::module_& m);
 // --- caster_api.cpp
 // dlbridge._core._caster_api, the C table of the C++ type casters.
 void bind_caster_api(nb::module_& m);
+
+// --- convert.cpp
+void bind_convert(nb::module_& m);
 
 // --- testing.cpp
 void bind_testing(nb::module_& m);

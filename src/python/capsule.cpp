@@ -101,7 +101,7 @@ void describe_dltensor(nb::dict& out, const abi::DLTensor& t, uint64_t flags) {
 
 }  // namespace
 
-CapsuleStruct take_capsule(nb::handle capsule) {
+TakenStruct take_capsule(nb::handle capsule) {
   PyObject* cap = capsule.ptr();
   if (!PyCapsule_CheckExact(cap))
     throw nb::type_error(("Expected a DLPack capsule, got " +
@@ -109,9 +109,9 @@ CapsuleStruct take_capsule(nb::handle capsule) {
                              .c_str());
   const char* name = PyCapsule_GetName(cap);
   if (name != nullptr && std::strcmp(name, versioned_name) == 0)
-    return {take_pointer<abi::DLManagedTensorVersioned>(cap, versioned_name, used_versioned_name), nullptr};
+    return TakenStruct(take_pointer<abi::DLManagedTensorVersioned>(cap, versioned_name, used_versioned_name));
   if (name != nullptr && std::strcmp(name, legacy_name) == 0)
-    return {nullptr, take_pointer<abi::DLManagedTensor>(cap, legacy_name, used_legacy_name)};
+    return TakenStruct(take_pointer<abi::DLManagedTensor>(cap, legacy_name, used_legacy_name));
   if (name != nullptr && (std::strcmp(name, used_versioned_name) == 0 ||
                           std::strcmp(name, used_legacy_name) == 0))
     detail::fail(ErrorCode::capsule_consumed,
@@ -126,24 +126,7 @@ CapsuleStruct take_capsule(nb::handle capsule) {
                            .c_str());
 }
 
-ManagedTensor consume_capsule(nb::handle capsule, uint64_t legacy_flags) {
-  const CapsuleStruct taken = take_capsule(capsule);
-  if (taken.versioned != nullptr) return ManagedTensor::adopt(taken.versioned);
-  return ManagedTensor::adopt(taken.legacy, legacy_flags);
-}
-
-Tensor tensor_from_capsule(nb::handle capsule) {
-  PyObject* cap = capsule.ptr();
-  // consume_capsule's first case; every other capsule, and every refusal,
-  // is consume_capsule's own.
-  if (PyCapsule_CheckExact(cap)) {
-    const char* name = PyCapsule_GetName(cap);
-    if (name != nullptr && std::strcmp(name, versioned_name) == 0)
-      return tensor_adopting(take_pointer<abi::DLManagedTensorVersioned>(
-          cap, versioned_name, used_versioned_name));
-  }
-  return tensor_from_managed(consume_capsule(capsule));
-}
+Tensor tensor_from_capsule(nb::handle capsule) { return tensor_from_struct(take_capsule(capsule)); }
 
 namespace {
 

@@ -1,11 +1,11 @@
 // dlbridge.convert and dlbridge.plan_convert: hand x to a target library
 // with the least work it accepts. The decision is the core's plan_convert
-// (include/dlbridge/convert_plan.hpp); this file learns each target's
+// (include/dlbridge/exchange/plan_convert.hpp); this file learns each target's
 // description from its library module (python/dlbridge/libraries/), imports
 // x, asks the plan, and carries it out. plan_convert returns the same plan
 // without handing anything over.
 //
-// A raw METH_FASTCALL entry point: convert is the call users make per
+// A raw entry point (entry_points.hpp): convert is the call users make per
 // tensor, and the direct call it is measured against (lib.from_dlpack) costs
 // 200-300 ns (bench/bench_convert.py).
 #include <nanobind/stl/string.h>
@@ -19,11 +19,12 @@
 
 #include <dlbridge/exchange/plan_convert.hpp>
 
-#include "array_like.hpp"
 #include "bindings.hpp"
-#include "fast_calls.hpp"
+#include "entry_points.hpp"
 #include "gil.hpp"
 #include "hand_over.hpp"
+#include "libraries/libraries.hpp"
+#include "state_lock.hpp"
 
 namespace dlbridge::python {
 
@@ -51,12 +52,18 @@ struct LearntTarget {
   nb::object name;          // what the user passed (a str for cached entries)
   nb::object table_entry;   // TARGETS[name] when learnt (NULL if none): checked per call
   // TARGETS's version when table_entry was last found there (3.10/3.11; 0
-  // elsewhere): while it stands, the entry is still the one.
+  // elsewhere): while it stands, the entry is still the one. Under
+  // targets_mutex, as are stamps and found_importer.
   mutable uint64_t table_version = 0;
   bool to_dlbridge = false;
   ConvertTarget plan_target;
   HandOver hand;
   std::vector<nb::object> own_types;  // the library's own array classes
+  // Other libraries' array classes that the importer reads as they are
+  // (Target.direct_from), and the modules of those not imported when the
+  // target was learnt: once one is, the target is learnt again.
+  std::vector<nb::object> direct_types;
+  std::vector<nb::object> direct_missing;
   // The importer: module_name's attribute path `entry`, looked up per call
   // (see current_importer), or a fixed callable for targets given as objects.
   nb::object module_name;
@@ -71,21 +78,22 @@ struct LearntTarget {
 
 using TargetRef = std::shared_ptr<const LearntTarget>;
 
-// What convert.py installed.
-struct Hooks {
-  PyObject* targets = nullptr;  // libraries.TARGETS: name -> Target
-  PyObject* resolve = nullptr;  // convert._resolve(to) -> (name, Target | None, importer | None)
-};
-Hooks hooks;
+// What convert.py installed: libraries.TARGETS (name -> Target), and
+// convert._target_of (learn_target).
+Installed installed_targets;
+Installed installed_target_of;
 
 // Learnt str targets, kept for the process (one per name ever used). Held
 // by shared_ptr: a call keeps its entry alive even if a re-entrant call
-// (a producer's __dlpack__ converting) replaces it.
+// (a producer's __dlpack__ converting), or another thread, replaces it.
 std::vector<TargetRef>& known_targets() {
   static auto* table = new std::vector<TargetRef>();
   return *table;
 }
+StateMutex targets_mutex;
 
+// dict[key], borrowed: only compared with a reference held elsewhere, whose
+// object therefore cannot be freed and its address reused meanwhile.
 PyObject* dict_item(PyObject* dict, PyObject* key) {
   PyObject* found = PyDict_GetItemWithError(dict, key);
   if (found == nullptr && PyErr_Occurred()) throw nb::python_error();
@@ -132,12 +140,6 @@ std::vector<DType> dtypes_of(nb::handle names) {
   return out;
 }
 
-nb::object attribute_path(nb::object base, nb::handle dotted) {
-  nb::object found = std::move(base);
-  for (nb::handle part : nb::str(dotted).attr("split")(".")) found = found.attr(part);
-  return found;
-}
-
 void learn_extension(LearntTarget& t, nb::handle extension) {
   nb::object package;
   const std::string module = utf8_of(extension.attr("module"));
@@ -159,7 +161,7 @@ void learn_extension(LearntTarget& t, nb::handle extension) {
 }
 
 void learn_exchange_api(LearntTarget& t, nb::handle type_path);
-PyObject* current_importer(const LearntTarget& t, bool unchanged = false);
+PyObject* current_importer(const LearntTarget& t);
 
 // A Target (libraries/_spec.py) as the planner's ConvertTarget and how to hand over.
 void learn_description(LearntTarget& t, nb::handle spec) {
@@ -196,39 +198,19 @@ void learn_description(LearntTarget& t, nb::handle spec) {
   }
 }
 
-// The library's own array classes ("module:qualname"), as far as its
-// modules are imported now.
-void learn_own_types(LearntTarget& t, nb::handle paths) {
-  PyObject* modules = PyImport_GetModuleDict();
-  for (nb::handle path : paths) {
-    const std::string text = utf8_of(path);
-    const size_t colon = text.find(':');
-    if (colon == std::string::npos) continue;
-    PyObject* module = PyDict_GetItemString(modules, text.substr(0, colon).c_str());
-    if (module == nullptr) continue;
-    try {
-      nb::object found = attribute_path(nb::borrow(module), nb::str(text.substr(colon + 1).c_str()));
-      if (PyType_Check(found.ptr())) t.own_types.push_back(std::move(found));
-    } catch (nb::python_error& e) {
-      if (!e.matches(PyExc_AttributeError)) throw;
-    }
-  }
-}
-
-// convert._resolve(to) -> (name, Target | None, importer | None): None as
-// Target means "dlbridge"; an importer is given for targets passed as
-// objects, otherwise it is looked up as Target.module / Target.entry.
+// convert._target_of(to) -> (name, Target | None, importer | None, array
+// classes, (direct classes, modules not imported)): None as Target means
+// "dlbridge"; an importer is given for targets passed as objects, otherwise
+// it is looked up as Target.module / Target.entry; the array classes are the
+// library's own, the direct ones Target.direct_from's as far as imported.
 TargetRef learn_target(PyObject* to) {
   PyObject* args[] = {to};
-  nb::object resolved = nb::steal(PyObject_Vectorcall(hooks.resolve, args, 1, nullptr));
+  nb::object resolved = nb::steal(PyObject_Vectorcall(installed_target_of.get(), args, 1, nullptr));
   if (!resolved.is_valid()) throw nb::python_error();
   nb::tuple r = nb::borrow<nb::tuple>(resolved);
   auto t = std::make_shared<LearntTarget>();
   t->name = PyUnicode_Check(to) ? interned_str(nb::handle(to)) : nb::borrow(to);
-  if (PyUnicode_Check(to)) {
-    PyObject* entry = dict_item(hooks.targets, to);
-    if (entry != nullptr) t->table_entry = nb::borrow(entry);
-  }
+  if (PyUnicode_Check(to)) t->table_entry = py::dict_get_ref(installed_targets.get(), to);
   nb::handle spec = r[1];
   if (spec.is_none()) {
     t->to_dlbridge = true;
@@ -248,11 +230,16 @@ TargetRef learn_target(PyObject* to) {
   } else {
     t->module_name = interned_str(spec.attr("module"));
     for (nb::handle part : nb::str(spec.attr("entry")).attr("split")(".")) t->entry.push_back(interned_str(part));
-    t->module = nb::borrow(dict_item(PyImport_GetModuleDict(), t->module_name.ptr()));
+    t->module = py::dict_get_ref(PyImport_GetModuleDict(), t->module_name.ptr());
     if (!t->module.is_valid())
       throw nb::import_error(("convert: " + utf8_of(spec.attr("module")) + " is not imported.").c_str());
   }
-  learn_own_types(*t, spec.attr("array_types"));
+  for (nb::handle cls : r[3])
+    if (PyType_Check(cls.ptr())) t->own_types.push_back(nb::borrow(cls));
+  nb::tuple direct = nb::borrow<nb::tuple>(r[4]);
+  for (nb::handle cls : direct[0])
+    if (PyType_Check(cls.ptr())) t->direct_types.push_back(nb::borrow(cls));
+  for (nb::handle module : direct[1]) t->direct_missing.push_back(interned_str(module));
   const std::string api_path = utf8_of(spec.attr("exchange_api"));
   if (!api_path.empty() && !t->fixed_importer.is_valid()) learn_exchange_api(*t, spec.attr("exchange_api"));
   return t;
@@ -274,22 +261,22 @@ void learn_exchange_api(LearntTarget& t, nb::handle type_path) {
   t.hand.api_function = std::move(fn);
 }
 
-// Whether every dict the last importer lookup read still has its version
-// (3.10/3.11 builds; elsewhere there are no stamps and this is false).
-bool lookup_unchanged(const LearntTarget& t) noexcept {
-  if (t.stamps.empty() || t.stamps[0].first.ptr() != PyImport_GetModuleDict()) return false;
+// The importer the last lookup found, while every dict it read still has
+// its version (3.10/3.11 builds; elsewhere there are no stamps): a new
+// reference, or NULL.
+PyObject* unchanged_importer(const LearntTarget& t) {
+  StateLock lock(targets_mutex);
+  if (t.stamps.empty() || t.stamps[0].first.ptr() != PyImport_GetModuleDict()) return nullptr;
   for (const auto& [dict, version] : t.stamps)
-    if (py::dict_version(dict.ptr()) != version) return false;
-  return true;
+    if (py::dict_version(dict.ptr()) != version) return nullptr;
+  return nb::object(t.found_importer).release().ptr();
 }
 
 // The importer as it is now; NULL (no error) when the module in sys.modules
 // was replaced since the target was learnt (the caller learns it again).
-PyObject* current_importer(const LearntTarget& t, bool unchanged) {
+PyObject* current_importer(const LearntTarget& t) {
   if (t.fixed_importer.is_valid()) return nb::object(t.fixed_importer).release().ptr();
-  if (unchanged || lookup_unchanged(t)) return nb::object(t.found_importer).release().ptr();
-  t.stamps.clear();
-  t.found_importer = nb::object();
+  if (PyObject* found = unchanged_importer(t)) return found;
   std::vector<std::pair<nb::object, uint64_t>> stamps;
   bool stampable = true;
   const auto stamp = [&](PyObject* dict) {
@@ -302,51 +289,88 @@ PyObject* current_importer(const LearntTarget& t, bool unchanged) {
   if (dict_item(modules, t.module_name.ptr()) != t.module.ptr()) return nullptr;
   nb::object fn = t.module;
   for (const nb::object& part : t.entry) {
-    PyObject* next = nullptr;
+    nb::object next;
     if (PyModule_CheckExact(fn.ptr())) {
       PyObject* dict = PyModule_GetDict(fn.ptr());
       stamp(dict);
-      next = dict_item(dict, part.ptr());
+      next = py::dict_get_ref(dict, part.ptr());
     }
     // Not from a module's dict (a class attribute, a module __getattr__'s
     // answer): no dict version stands for it.
-    stampable = stampable && next != nullptr;
-    fn = next != nullptr ? nb::borrow(next) : nb::steal(PyObject_GetAttr(fn.ptr(), part.ptr()));
+    stampable = stampable && next.is_valid();
+    fn = next.is_valid() ? std::move(next) : nb::steal(PyObject_GetAttr(fn.ptr(), part.ptr()));
     if (!fn.is_valid()) throw nb::python_error();
   }
-  if (stampable) {
-    t.stamps = std::move(stamps);
-    t.found_importer = fn;
+  // What this lookup read replaces what the last one read; the references
+  // replaced are released after unlocking.
+  nb::object found = stampable ? fn : nb::object();
+  if (!stampable) stamps.clear();
+  if (stampable || !t.stamps.empty()) {
+    StateLock lock(targets_mutex);
+    t.stamps.swap(stamps);
+    std::swap(t.found_importer, found);
   }
   return fn.release().ptr();
 }
 
+// Drops a learnt target (stale, or its module replaced).
 void forget(const LearntTarget* stale) {
+  TargetRef gone;  // released after unlocking
+  StateLock lock(targets_mutex);
   auto& table = known_targets();
   for (auto it = table.begin(); it != table.end(); ++it)
     if (it->get() == stale) {
+      gone = std::move(*it);
       table.erase(it);
       return;
     }
 }
 
+// The learnt entry of a str target, found by pointer (the interned names
+// users pass) and then by value; empty when there is none.
+TargetRef known_target(PyObject* to) {
+  StateLock lock(targets_mutex);
+  const auto& table = known_targets();
+  for (const TargetRef& t : table)
+    if (t->name.ptr() == to) return t;
+  for (const TargetRef& t : table)
+    if (PyUnicode_Compare(t->name.ptr(), to) == 0) return t;
+  return TargetRef();
+}
+
+// Whether a module of Target.direct_from that was not imported when the
+// target was learnt is imported now (its classes can be found).
+bool direct_module_arrived(const LearntTarget& t) {
+  PyObject* modules = PyImport_GetModuleDict();
+  for (const nb::object& name : t.direct_missing)
+    if (dict_item(modules, name.ptr()) != nullptr) return true;
+  return false;
+}
+
 // The learnt entry for a str target, learnt now if new or stale.
 TargetRef find_target(PyObject* to) {
-  TargetRef found;
-  for (const TargetRef& t : known_targets())
-    if (t->name.ptr() == to) found = t;
-  if (!found)
-    for (const TargetRef& t : known_targets())
-      if (PyUnicode_Compare(t->name.ptr(), to) == 0) found = t;
+  TargetRef found = known_target(to);
   if (PyErr_Occurred()) throw nb::python_error();
-  const uint64_t version = py::dict_version(hooks.targets);
-  if (found && version != 0 && version == found->table_version) return found;
-  if (found && dict_item(hooks.targets, to) == found->table_entry.ptr()) {
-    found->table_version = version;
-    return found;
+  PyObject* targets = installed_targets.get();
+  const uint64_t version = py::dict_version(targets);
+  if (found && direct_module_arrived(*found)) {
+    forget(found.get());
+    found.reset();
   }
-  if (found) forget(found.get());
+  if (found) {
+    {
+      StateLock lock(targets_mutex);
+      if (version != 0 && version == found->table_version) return found;
+    }
+    if (dict_item(targets, to) == found->table_entry.ptr()) {
+      StateLock lock(targets_mutex);
+      found->table_version = version;
+      return found;
+    }
+    forget(found.get());
+  }
   TargetRef learnt = learn_target(to);
+  StateLock lock(targets_mutex);
   known_targets().push_back(learnt);
   return learnt;
 }
@@ -355,13 +379,24 @@ TargetRef find_target(PyObject* to) {
 struct ConvertRequest {
   PyObject* device = Py_None;
   std::optional<bool> copy;
-  bool shortcuts = true;  // false: the general route, for the differential test
+  bool shortcuts = true;  // false: the general path, for the differential test
 };
 
-bool is_own_array(PyObject* x, const LearntTarget& t) {
-  for (const nb::object& type : t.own_types)
+bool is_instance_of_any(PyObject* x, const std::vector<nb::object>& types) {
+  for (const nb::object& type : types)
     if (PyObject_TypeCheck(x, reinterpret_cast<PyTypeObject*>(type.ptr()))) return true;
   return false;
+}
+
+bool is_own_array(PyObject* x, const LearntTarget& t) { return is_instance_of_any(x, t.own_types); }
+
+// Target.direct_from: x goes to the importer as it is, before any import of
+// its own, for a plain request only. The target library reads such arrays
+// exactly as dlbridge would hand them over, and each side refuses what it
+// cannot take; a refusal sends convert to its plan (carry_out_decision).
+bool hands_directly(PyObject* x, const LearntTarget& t, const ConvertRequest& request) {
+  return request.shortcuts && request.device == Py_None && !request.copy && !t.direct_types.empty() &&
+         is_instance_of_any(x, t.direct_types);
 }
 
 // x imported, and whether the import itself made the one copy that the
@@ -381,19 +416,6 @@ enum ImportReason : uint32_t {
   swapped_bytes = 1u << 2,   // NumPy data in the other byte order, swapped into a copy
 };
 
-// NumPy data in the byte order this machine does not use, byte-swapped
-// into one native copy; NULL when x is no such array.
-nb::object native_byte_order_copy(nb::handle x) {
-  PyObject* numpy = PyDict_GetItemString(PyImport_GetModuleDict(), "numpy");
-  if (numpy == nullptr) return nb::object();
-  nb::object ndarray = nb::borrow(numpy).attr("ndarray");
-  if (!PyObject_TypeCheck(x.ptr(), reinterpret_cast<PyTypeObject*>(ndarray.ptr()))) return nb::object();
-  nb::object dtype = x.attr("dtype");
-  const std::string order = utf8_of(nb::str(dtype.attr("byteorder")));
-  if (order != ">") return nb::object();  // dlbridge's hosts are little-endian (platform.hpp)
-  return x.attr("astype")(dtype.attr("newbyteorder")("="));
-}
-
 // Imports x into out: a dlbridge.Tensor with no device asked is read in place
 // (from_dlpack would return it as it is).
 void import_source(PyObject* x, const ConvertRequest& request, Imported& out) {
@@ -409,7 +431,7 @@ void import_source(PyObject* x, const ConvertRequest& request, Imported& out) {
   try {
     out.owned = import_object(x, exchange, "dlbridge.convert");
   } catch (...) {
-    nb::object swapped = request.copy == false ? nb::object() : native_byte_order_copy(x);
+    nb::object swapped = request.copy == false ? nb::object() : numpy::native_byte_order_copy(x);
     if (!swapped.is_valid()) throw;
     out.owned = import_object(swapped, exchange, "dlbridge.convert");
     out.reasons |= swapped_bytes;
@@ -431,11 +453,12 @@ Writability writability_of(const Tensor& t) {
   return t.view().readonly() ? Writability::read_only : Writability::writable;
 }
 
-enum class Via : uint8_t { input, dlbridge, importer, exchange_api, adapter, capsule, extension };
+enum class Via : uint8_t { input, direct, dlbridge, importer, exchange_api, adapter, capsule, extension };
 
 const char* via_name(Via via) {
   switch (via) {
     case Via::input: return "input";
+    case Via::direct: return "direct";
     case Via::dlbridge: return "dlbridge";
     case Via::importer: return "importer";
     case Via::exchange_api: return "exchange_api";
@@ -472,13 +495,19 @@ Via choose_hand_over(const LearntTarget& t, const ConvertPlan& plan, const Tenso
   return Via::importer;
 }
 
-Decision decide(PyObject* x, const LearntTarget& t, const ConvertRequest& request, PyObject* importer) {
+// try_direct: x may go to the importer as it is (hands_directly); the plan
+// is made only if the importer refuses it.
+Decision decide(PyObject* x, const LearntTarget& t, const ConvertRequest& request, PyObject* importer,
+                bool try_direct) {
   Decision d;
   if (t.to_dlbridge) {
     d.via = Via::dlbridge;
   } else if (request.device == Py_None && request.copy != true && is_own_array(x, t)) {
     d.return_input = true;
     d.via = Via::input;
+    return d;
+  } else if (try_direct && hands_directly(x, t, request)) {
+    d.via = Via::direct;
     return d;
   }
   import_source(x, request, d.imported.emplace());
@@ -543,6 +572,12 @@ nb::object tensor_object(PyObject* x, const Tensor& tensor, bool unchanged) {
 PyObject* carry_out_decision(PyObject* x, const LearntTarget& t, const ConvertRequest& request, Decision& d,
                              PyObject* importer) {
   if (d.return_input) return Py_NewRef(x);
+  if (d.via == Via::direct) {
+    if (PyObject* out = call_importer(importer, x, false)) return out;
+    if (!PyErr_ExceptionMatches(PyExc_Exception)) return nullptr;
+    PyErr_Clear();
+    d = decide(x, t, request, importer, false);
+  }
   const ConvertPlan& p = d.plan;
   const bool as_imported = hands_imported_tensor(p);
   const bool unchanged = as_imported && d.imported->source != nullptr;
@@ -583,7 +618,7 @@ PyObject* carry_out_decision(PyObject* x, const LearntTarget& t, const ConvertRe
 // current, the decision made; carried out when `run`.
 template <typename Finish>
 PyObject* convert_call(PyObject* x, PyObject* to, const ConvertRequest& request, Finish&& finish) {
-  if (hooks.targets == nullptr) throw nb::type_error("convert: dlbridge.convert is not set up.");
+  if (installed_targets.get() == nullptr) throw nb::type_error("convert: dlbridge.convert is not set up.");
   TargetRef target = PyUnicode_CheckExact(to) && request.shortcuts ? find_target(to) : learn_target(to);
   nb::object importer;
   if (!target->to_dlbridge) {
@@ -597,13 +632,13 @@ PyObject* convert_call(PyObject* x, PyObject* to, const ConvertRequest& request,
       if (!importer.is_valid()) throw nb::python_error();
     }
   }
-  Decision d = decide(x, *target, request, importer.ptr());
+  Decision d = decide(x, *target, request, importer.ptr(), true);
   return finish(x, *target, d, importer.ptr());
 }
 
 ConvertRequest parse_request(const char* function, PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames,
                              int positional) {
-  static PyObject* const names[] = {PyUnicode_InternFromString("device"), PyUnicode_InternFromString("copy")};
+  static PyObject* const names[] = {interned("device"), interned("copy")};
   const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
   if (nargs != positional)
     throw nb::type_error((std::string(function) + "() takes exactly two positional arguments (" +
@@ -688,8 +723,15 @@ PyObject* plan_convert_entry(PyObject*, PyObject* const* args, Py_ssize_t nargsf
   return python_boundary<PyObject*>(nullptr, [&]() -> PyObject* {
     const ConvertRequest request = parse_request("plan_convert", args, nargsf, kwnames, 2);
     return convert_call(args[0], args[1], request,
-                        [&](PyObject*, const LearntTarget& t, Decision& d, PyObject*) {
-                          return nb::cast(summarise(t, d)).release().ptr();
+                        [&](PyObject* x, const LearntTarget& t, Decision& d, PyObject* importer) {
+                          if (d.via != Via::direct) return nb::cast(summarise(t, d)).release().ptr();
+                          // What the importer does with x is its own; the plan
+                          // says what convert does where it refuses.
+                          PlanSummary s = summarise(t, decide(x, t, request, importer, false));
+                          s.via = via_name(Via::direct);
+                          s.why = "handed to the importer as it is (Target.direct_from); if it refuses: " +
+                                  (s.why.empty() ? std::string("no copy") : s.why);
+                          return nb::cast(std::move(s)).release().ptr();
                         });
   });
 }
@@ -723,7 +765,7 @@ void bind_convert(nb::module_& m) {
                    "'target_import', 'alignment', 'device', 'producer', 'byte_order'.")
       .def_ro("why", &PlanSummary::why, "The reasons in words; empty without a copy.")
       .def_ro("via", &PlanSummary::via,
-              "How the target receives it: 'input', 'dlbridge', 'importer' (its from_dlpack), 'exchange_api' "
+              "How the target receives it: 'input', 'direct' (x itself, to its from_dlpack), 'dlbridge', 'importer' (its from_dlpack), 'exchange_api' "
               "(its DLPack C exchange API), 'hand_over' (dlbridge's hand-over for that library), 'capsule' "
               "(a legacy capsule), 'extension'.")
       .def_ro("unpack", &PlanSummary::unpack, "dlbridge's copy stores one value per byte.")
@@ -753,14 +795,15 @@ void bind_convert(nb::module_& m) {
         nb::arg("x"), nb::arg("to"), nb::arg("device") = nb::none(), nb::arg("copy") = nb::none(),
         "convert without its shortcuts (a target learnt afresh, no C exchange API hand-over), for tests.");
   m.def("_install_convert",
-        [](nb::object targets, nb::object resolve) {
+        [](nb::object targets, nb::object target_of) {
           if (!PyDict_Check(targets.ptr())) throw nb::type_error("targets must be a dict.");
-          // Held for the process, as the module holding them is.
-          py::replace(hooks.targets, targets.release().ptr());
-          py::replace(hooks.resolve, resolve.release().ptr());
-          known_targets().clear();
+          installed_targets.install(std::move(targets));
+          installed_target_of.install(std::move(target_of));
+          std::vector<TargetRef> learnt;  // released after unlocking
+          StateLock lock(targets_mutex);
+          learnt.swap(known_targets());
         },
-        nb::arg("targets"), nb::arg("resolve"), "Set convert's target table (dlbridge.convert does, once).");
+        nb::arg("targets"), nb::arg("target_of"), "Set convert's target table (dlbridge.convert does, once).");
 }
 
 }  // namespace dlbridge::python

@@ -206,7 +206,7 @@ std::shared_ptr<DeviceExport> find_export_named(const std::string& name) {
 
 // A tensor over `memory`, a compact device tensor that this process
 // allocated, exported to other processes.
-Tensor export_tensor(ManagedTensor memory, uint64_t flags) {
+Tensor exported_device_tensor(ManagedTensor memory, uint64_t flags) {
   prepare_process();
   collect_parked();
   const TensorView view = memory.view();
@@ -231,8 +231,7 @@ Tensor export_tensor(ManagedTensor memory, uint64_t flags) {
   // Published last: a reader that sees the magic sees the whole record.
   __atomic_store_n(&out->magic, ShareRecord::magic_value, __ATOMIC_RELEASE);
   remember(&Shares::exports, e);
-  const TensorView shared = view.with_flags(flags);
-  return tensor_from_managed(ManagedTensor::adopt(make_versioned(shared, std::move(e), flags)));
+  return tensor_over(view.with_flags(flags), std::move(e));
 }
 
 double exit_wait_seconds() {
@@ -263,11 +262,11 @@ nb::object share_device_memory(nb::handle self) {
     copy = copy_to_device(v, v.device(), options);
   }
   const uint64_t flags = copy.view().flags();
-  return wrap_tensor(with_state_of(t, export_tensor(std::move(copy), flags)));
+  return wrap_tensor(with_state_of(t, exported_device_tensor(std::move(copy), flags)));
 }
 
 Tensor empty_shared_device(const std::vector<int64_t>& shape, DType dtype, Device device) {
-  return export_tensor(empty_on(device, dtype, shape), 0);
+  return exported_device_tensor(empty_on(device, dtype, shape), 0);
 }
 
 std::optional<DeviceShareTicket> device_share_ticket(const TensorView& v) {
@@ -326,7 +325,7 @@ Tensor open_device_share(const std::string& name, uint64_t ticket, const BufferL
     const TensorView view = view_in_buffer(e->base, e->bytes, layout, device);
     auto owner = std::make_shared<std::pair<std::shared_ptr<void>, std::shared_ptr<DeviceExport>>>(
         std::move(reference), std::move(e));
-    return tensor_from_managed(ManagedTensor::adopt(make_versioned(view, owner, view.flags())));
+    return tensor_over(view, std::move(owner));
   }
   (void)served_backend(device);
   auto import = std::make_shared<DeviceImport>();

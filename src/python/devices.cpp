@@ -24,8 +24,8 @@ std::vector<std::string> wheel_runtime_dirs() {
   PyObject* path = PySys_GetObject("path");  // borrowed
   if (path != nullptr && PyList_Check(path)) {
     for (Py_ssize_t i = 0; i < py::list_size(path); ++i) {
-      PyObject* entry = py::list_item(path, i);
-      const char* text = PyUnicode_Check(entry) ? py::utf8(entry) : nullptr;
+      nb::object entry = nb::steal(py::list_item_ref(path, i));
+      const char* text = entry.is_valid() && PyUnicode_Check(entry.ptr()) ? py::utf8(entry.ptr()) : nullptr;
       if (text == nullptr) {
         PyErr_Clear();
         continue;
@@ -50,7 +50,7 @@ const bool hints_registered = [] {
 
 }  // namespace
 
-Tensor import_cuda_array_interface(nb::handle x, nb::handle interface) {
+Tensor tensor_from_cuda_array_interface(nb::handle x, nb::handle interface) {
   const ArrayInterface fields = read_array_interface(interface, "__cuda_array_interface__");
   nb::dict d = nb::borrow<nb::dict>(interface);
   if (d.contains("mask") && !d["mask"].is_none())

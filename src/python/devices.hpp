@@ -11,6 +11,6 @@ namespace dlbridge::python {
 // device the runtime says owns the pointer, with the producer's "stream"
 // ordered before the legacy default stream that dlbridge tensors are ready
 // on. DeviceUnavailableError when no CUDA runtime or device is here.
-Tensor import_cuda_array_interface(nb::handle x, nb::handle interface);
+Tensor tensor_from_cuda_array_interface(nb::handle x, nb::handle interface);
 
 }  // namespace dlbridge::python

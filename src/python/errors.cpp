@@ -1,6 +1,8 @@
 // dlbridge::Error -> the Python exception class of its code, as the error
 // table (error.hpp) names it and the package registers it.
+#include <atomic>
 #include <exception>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -14,9 +16,14 @@ namespace {
 // by the package when it is imported (dlbridge/__init__.py calls
 // _register_error_classes): the extension never imports the package, so
 // there is no hidden import cycle. Before registration a coded error is a
-// plain BufferError.
-PyObject* registered_classes[error_code_count] = {};
-PyObject* dlpack_error_base = nullptr;
+// plain BufferError. A registration publishes a whole new set at once (one
+// pointer, state_lock.hpp's reasoning): the set it replaces stays alive,
+// since another thread may be raising from it.
+struct ErrorClasses {
+  PyObject* by_code[error_code_count] = {};
+  PyObject* base = nullptr;
+};
+std::atomic<const ErrorClasses*> registered{nullptr};
 
 PyObject* builtin_class(std::string_view name) {
   if (name == "ValueError") return PyExc_ValueError;
@@ -26,7 +33,8 @@ PyObject* builtin_class(std::string_view name) {
 
 PyObject* error_class(ErrorCode code) {
   if (is_builtin_python_error(code)) return builtin_class(error_code_info(code).python_class);
-  PyObject* cls = registered_classes[static_cast<size_t>(code)];
+  const ErrorClasses* classes = registered.load(std::memory_order_acquire);
+  PyObject* cls = classes != nullptr ? classes->by_code[static_cast<size_t>(code)] : nullptr;
   return cls != nullptr ? cls : PyExc_BufferError;
 }
 
@@ -66,38 +74,35 @@ nb::tuple error_code_rows() {
 // Checks the package's classes against the table before keeping them: one
 // class per coded row, of the table's name, subclassing `base`, whose
 // `code` is the row's.
-void register_error_classes(nb::dict classes, nb::handle base) {
+void register_error_classes(nb::dict classes_dict, nb::handle base) {
   if (!PyType_Check(base.ptr()) ||
       !PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(base.ptr()),
                         reinterpret_cast<PyTypeObject*>(PyExc_BufferError)))
     throw nb::type_error("the base error class must be a BufferError subclass.");
-  PyObject* found[error_code_count] = {};
+  nb::object found[error_code_count];
   size_t coded = 0;
   for (const ErrorCodeInfo& row : error_code_table) {
     if (is_builtin_python_error(row.code)) continue;
     ++coded;
     const std::string code(row.name);
-    PyObject* cls = PyDict_GetItemString(classes.ptr(), code.c_str());
-    if (cls == nullptr || !PyType_Check(cls) ||
-        !PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(cls),
+    nb::object cls = py::dict_item_ref(classes_dict.ptr(), code.c_str());
+    if (!cls.is_valid() || !PyType_Check(cls.ptr()) ||
+        !PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(cls.ptr()),
                           reinterpret_cast<PyTypeObject*>(base.ptr())))
       throw nb::value_error(("no error class subclassing the base for code " + code).c_str());
-    nb::handle type(cls);
-    if (nb::cast<std::string>(type.attr("__name__")) != row.python_class ||
-        nb::cast<std::string>(type.attr("code")) != code)
+    if (nb::cast<std::string>(cls.attr("__name__")) != row.python_class ||
+        nb::cast<std::string>(cls.attr("code")) != code)
       throw nb::value_error(("the class for code " + code + " is not " +
                              std::string(row.python_class) + " with that code")
                                 .c_str());
-    found[static_cast<size_t>(row.code)] = cls;
+    found[static_cast<size_t>(row.code)] = std::move(cls);
   }
-  if (size_t(nb::len(classes)) != coded)
+  if (size_t(nb::len(classes_dict)) != coded)
     throw nb::value_error("error classes for codes the table does not have.");
-  for (size_t k = 0; k < error_code_count; ++k) {
-    Py_XINCREF(found[k]);
-    py::replace(registered_classes[k], found[k]);
-  }
-  Py_INCREF(base.ptr());
-  py::replace(dlpack_error_base, base.ptr());
+  auto classes = std::make_unique<ErrorClasses>();
+  for (size_t k = 0; k < error_code_count; ++k) classes->by_code[k] = found[k].release().ptr();
+  classes->base = nb::borrow(base).release().ptr();
+  registered.store(classes.release(), std::memory_order_release);
 }
 
 constexpr const char* cast_error_message =
@@ -159,11 +164,17 @@ nb::object attribute_or_none(nb::handle x, const char* name) {
 }
 
 bool is_dlpack_error(const nb::python_error& error) {
-  return dlpack_error_base != nullptr &&
-         PyObject_IsInstance(error.value().ptr(), dlpack_error_base) == 1;
+  const ErrorClasses* classes = registered.load(std::memory_order_acquire);
+  return classes != nullptr && PyObject_IsInstance(error.value().ptr(), classes->base) == 1;
 }
 
-PyObject* python_error_class(ErrorCode code) noexcept { return error_class(code); }
+void raise_caused_by(const Error& error, nb::python_error& cause) {
+  raise_error(error);
+  if (!PyErr_Occurred()) PyErr_SetString(PyExc_SystemError, "dlbridge: a coded error could not be raised");
+  nb::python_error raised;  // takes the error just set
+  PyException_SetCause(raised.value().ptr(), Py_NewRef(cause.value().ptr()));
+  throw raised;
+}
 
 std::string utf8_of(nb::handle text) {
   Py_ssize_t size = 0;

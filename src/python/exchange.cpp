@@ -23,7 +23,7 @@ struct PythonProvider {
     *out = t->view().dltensor();
   }
   static void* from_managed(abi::DLManagedTensorVersioned* tensor) {
-    return wrap_tensor(tensor_from_managed(ManagedTensor::adopt(tensor))).release().ptr();
+    return wrap_tensor(tensor_adopting(tensor)).release().ptr();
   }
   // dlbridge queues no work of its own, so it has no current stream: NULL is
   // the device's default stream, and what the spec asks for on the CPU.

@@ -1,6 +1,5 @@
-// from_dlpack / to_dlpack / empty: reading any array-like object into a
-// dlbridge.Tensor. Order of preference: a dlbridge.Tensor, a raw capsule,
-// __dlpack__, the buffer protocol, __array_interface__.
+// from_dlpack / to_dlpack / empty, and import_object: reading any array-like
+// object into a dlbridge.Tensor, in one order for every caller (bindings.hpp).
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -12,7 +11,10 @@
 #include "bindings.hpp"
 #include "devices.hpp"
 #include "dlpack_protocol.hpp"
+#include "entry_points.hpp"
+#include "libraries/libraries.hpp"
 #include "pickling.hpp"
+#include "state_lock.hpp"
 
 namespace dlbridge::python {
 
@@ -28,162 +30,213 @@ Tensor finish_import(Tensor t, const ExchangeRequest& request, bool copied_by_pr
   return carry_out_plan(std::move(t), plan, request.stream);
 }
 
-// The producers this thread is importing from right now: a producer whose
-// __dlpack__ (or C exchange API) asks dlbridge to import that same object
-// again would recurse in C until the stack ran out.
-// The guards form a list through the stack frames of the imports under way;
-// its head is a plain pointer, which needs no thread-local initialisation
-// on the import path.
+// The imports under way: a producer whose __dlpack__ (or C exchange API)
+// asks dlbridge to import that same object again, in the same thread, would
+// recurse in C until the stack ran out. The guards form one list through the
+// stack frames of the imports under way in every thread, each marked with
+// its thread, under the state lock: a thread_local list would cost a call on
+// each access in a dlopen'ed module (~17 instructions, three per import;
+// bench/callgrind.py). A guard may leave the list out of order (another
+// thread's import can begin while a producer's Python code runs), so the
+// list is doubly linked.
 class ImportingGuard {
  public:
-  explicit ImportingGuard(PyObject* x) : x_(x), outer_(innermost_) {
-    for (const ImportingGuard* g = outer_; g != nullptr; g = g->outer_)
-      if (g->x_ == x)
+  explicit ImportingGuard(PyObject* x) : x_(x), thread_(PyThreadState_Get()) {
+    StateLock lock(mutex_);
+    for (const ImportingGuard* g = head_; g != nullptr; g = g->next_)
+      if (g->x_ == x && g->thread_ == thread_)
         detail::fail(ErrorCode::producer_refused,
                      "The producer asked dlbridge to import the same object while dlbridge was importing it "
                      "(its __dlpack__ or C exchange API calls back into dlbridge).",
                      "Export the data in __dlpack__ itself (return a capsule) instead of importing self again.");
-    innermost_ = this;
+    next_ = head_;
+    if (next_ != nullptr) next_->prev_ = this;
+    head_ = this;
   }
-  ~ImportingGuard() { innermost_ = outer_; }
+  ~ImportingGuard() {
+    StateLock lock(mutex_);
+    (prev_ != nullptr ? prev_->next_ : head_) = next_;
+    if (next_ != nullptr) next_->prev_ = prev_;
+  }
   ImportingGuard(const ImportingGuard&) = delete;
   ImportingGuard& operator=(const ImportingGuard&) = delete;
 
  private:
   PyObject* x_;
-  const ImportingGuard* outer_;
-  static thread_local const ImportingGuard* innermost_;
+  PyThreadState* thread_;
+  ImportingGuard* prev_ = nullptr;
+  ImportingGuard* next_ = nullptr;
+  static ImportingGuard* head_;
+  static StateMutex mutex_;
 };
-thread_local const ImportingGuard* ImportingGuard::innermost_ = nullptr;
+ImportingGuard* ImportingGuard::head_ = nullptr;
+StateMutex ImportingGuard::mutex_;
 
-Tensor import_from_producer(nb::handle x, ProducerType& known, const ExchangeRequest& request) {
-  const ImportingGuard guard(x.ptr());
-  const ProducerPolicy& policy = policy_of(known);
-  if (policy.family != ProducerFamily::generic) {
-    const LazyState lazy = resolve_lazy_state(x, policy, request);
-    if (lazy.replacement.is_valid()) {
-      Tensor t = import_object(lazy.replacement, ExchangeRequest{});
-      if (lazy.read_only) t = t.with_view(t.view().with_flags(t.view().flags() | DLBRIDGE_FLAG_READ_ONLY));
-      return finish_import(std::move(t), request, lazy.copied);
+// What a producer's refusal says; its type's name where its __str__ raises
+// or gives no text (a producer's exception is not ours to trust).
+std::string exception_text(nb::handle exc) {
+  PyObject* text = PyObject_Str(exc.ptr());
+  if (text != nullptr) {
+    Py_ssize_t size = 0;
+    const char* data = PyUnicode_AsUTF8AndSize(text, &size);
+    if (data != nullptr) {
+      std::string out(data, size_t(size));
+      Py_DECREF(text);
+      return out;
     }
+    Py_DECREF(text);
   }
-  // The library states what its legacy capsule could not: the memory may be written.
-  const auto writable_if_stated = [&](Tensor t) {
-    return policy.legacy_writable && t.writability_unknown() ? t.known_writable() : t;
-  };
-  if (asks_nothing(request)) {
-    if (!policy.legacy_writable) return import_dlpack_tensor(x, known, request);
-    return writable_if_stated(import_dlpack_tensor(x, known, request));
-  }
-  ManagedTensor managed = import_dlpack(x, known, request);
-  const bool copied = (managed.flags() & DLBRIDGE_FLAG_IS_COPIED) != 0;
-  return finish_import(writable_if_stated(tensor_from_managed(std::move(managed))), request, copied);
+  PyErr_Clear();
+  return std::string(nb::inst_name(exc).c_str()) + " (its message could not be read)";
 }
 
-// dlbridge.libraries.arrow.second_look(x, refusal, device, copy), installed by
-// the package: pyarrow's __dlpack__ refuses nulls, booleans and chunked
-// arrays, which it refuses with a code or takes. Asked only after such a
-// refusal, so every other import costs nothing more.
-PyObject* arrow_second_look = nullptr;
-
-Tensor ask_arrow_second_look(nb::handle x, const ExchangeRequest& request) {
-  set_python_error(std::current_exception());  // the refusal, as the Python exception it would raise
-  PyObject *type = nullptr, *value = nullptr, *traceback = nullptr;
-  PyErr_Fetch(&type, &value, &traceback);
-  PyErr_NormalizeException(&type, &value, &traceback);
-  if (!PyErr_GivenExceptionMatches(value, PyExc_Exception)) {  // KeyboardInterrupt and the like go on
-    PyErr_Restore(type, value, traceback);
-    throw nb::python_error();
-  }
-  if (traceback != nullptr) PyException_SetTraceback(value, traceback);
-  Py_XDECREF(type);
-  Py_XDECREF(traceback);
-  nb::object refusal = nb::steal(value);
-  nb::object device = request.device ? nb::object(nb::make_tuple(int32_t(request.device->type), request.device->id))
-                                     : nb::object(nb::none());
-  nb::object copy = request.copy ? nb::object(nb::bool_(*request.copy)) : nb::object(nb::none());
-  nb::object out = nb::borrow(arrow_second_look)(x, refusal, device, copy);
-  const Tensor* t = as_tensor(out);
-  if (t == nullptr) throw nb::type_error("Arrow's second look returned no dlbridge.Tensor.");
-  return *t;
-}
-
-}  // namespace
-
-Tensor after_producer_refusal(nb::handle x, ProducerType& known, const ExchangeRequest& request,
+// import_producer's answer once x's producer raised `refusal` (while it is
+// the exception being handled). KeyboardInterrupt, SystemExit and
+// dlbridge's own coded errors go on as they are. A BufferError may be
+// NumPy's refusal of what dlbridge reads another way (an extension dtype)
+// or refuses with the fix (the other byte order). Every other exception of
+// the producer is its refusal, raised again as the coded error it stands
+// for (its library's rules first, ProducerError when dlbridge cannot tell),
+// with the producer's exception as __cause__.
+Tensor after_producer_refusal(nb::handle x, const ProducerType& known, const ExchangeRequest& request,
                               nb::python_error& refusal) {
-  // KeyboardInterrupt, SystemExit and dlbridge's own coded errors go on as
-  // they are; every other exception of the producer is its refusal,
-  // reported as the coded error it stands for.
   if (!refusal.matches(PyExc_Exception) || is_dlpack_error(refusal)) throw;
-  std::optional<Tensor> fallback;
   if (refusal.matches(PyExc_BufferError)) {
-    fallback = import_extension_dtype(x);
-    if (!fallback) check_byte_order(x);
+    if (std::optional<Tensor> read = numpy::tensor_from_extension_dtype(x))
+      return finish_import(std::move(*read), request, false);
+    numpy::check_byte_order(x);
   }
-  if (!fallback) raise_producer_refusal(x, policy_of(known), refusal);
-  return finish_import(std::move(*fallback), request, false);
+  const std::string message =
+      std::string(nb::inst_name(x).c_str()) + ".__dlpack__ refused the export: " + exception_text(refusal.value());
+  if (known.family == ProducerFamily::torch) torch::raise_known_refusal(x, message, refusal);
+  raise_caused_by(Error(ErrorCode::producer_refused, message,
+                        "The producer's reason is above; change the tensor (dtype, layout, device) as it asks, "
+                        "or copy the data into a plain array first."),
+                  refusal);
 }
 
-Tensor after_import_failure(nb::handle x, const ExchangeRequest& request) {
-  if (arrow_second_look == nullptr || !type_from_module(Py_TYPE(x.ptr()), "pyarrow")) throw;
-  return ask_arrow_second_look(x, request);
-}
+// How import_object keeps what it read: the one difference between its
+// callers, a parameter of the one function that reads (read_object).
+enum class Keep : bool { tensor, producer_struct };
 
-namespace {
-
-Tensor import_any(nb::handle x, const ExchangeRequest& request, const char* entry) {
-  ProducerType* known = recent_producer(Py_TYPE(x.ptr()));
-  if (known == nullptr) {
-    if (const Tensor* t = as_tensor(x)) return finish_import(*t, request, false);
-    if (PyObject_TypeCheck(x.ptr(), tensor_type()))
-      throw nb::type_error("This dlbridge.Tensor was never initialised (made by Tensor.__new__); "
-                           "it holds no tensor.");
-    if (PyCapsule_CheckExact(x.ptr()))
-      return finish_import(tensor_from_capsule(x), request, false);
-    known = find_producer(x);
-  }
-  if (known != nullptr) {
-    try {
-      return import_from_producer(x, *known, request);
-    } catch (nb::python_error& e) {
-      return after_producer_refusal(x, *known, request, e);
+// The producer case of read_object: its library's lazy state, its tensor
+// (through ask_producer), what its library states of its legacy capsules,
+// and the request applied; a refusal mapped by after_producer_refusal.
+template <Keep keep>
+Tensor import_producer(nb::handle x, ProducerType& known, const ExchangeRequest& request, HeldRead* held) {
+  try {
+    const ImportingGuard guard(x.ptr());
+    if (known.family == ProducerFamily::torch) {
+      const torch::LazyState lazy = torch::resolve_lazy_state(x, request);
+      if (lazy.replacement.is_valid()) {
+        Tensor t = import_object(lazy.replacement, ExchangeRequest{});
+        if (lazy.read_only) t = t.with_view(t.view().with_flags(t.view().flags() | DLBRIDGE_FLAG_READ_ONLY));
+        return finish_import(std::move(t), request, lazy.copied);
+      }
     }
+    TakenStruct taken = ask_producer(x, known, request);
+    // The library states what its legacy capsule could not: the memory may be written.
+    const bool stated_writable = known.legacy_writable && !taken.is_versioned();
+    // A caller that keeps the producer's struct asks nothing of the import.
+    if (keep == Keep::producer_struct || asks_nothing(request)) {
+      if (keep == Keep::producer_struct && taken.readable_in_place()) {
+        held->flags = stated_writable ? 0 : imported_flags(taken.is_versioned(), taken.flags());
+        held->taken = std::move(taken);
+        return Tensor();
+      }
+      if (!stated_writable) return tensor_from_struct(std::move(taken));
+      return tensor_from_struct(std::move(taken)).known_writable();
+    }
+    const bool copied = (taken.flags() & DLBRIDGE_FLAG_IS_COPIED) != 0;
+    Tensor t = tensor_from_struct(std::move(taken));
+    if (stated_writable) t = t.known_writable();
+    return finish_import(std::move(t), request, copied);
+  } catch (nb::python_error& refusal) {
+    return after_producer_refusal(x, known, request, refusal);
   }
-  // An object with both views is read through __array_interface__, which
-  // names the element type: NumPy's datetime64 scalar exports its buffer as
-  // eight 'B' bytes. Python's own byte containers have no such attribute.
-  const bool byte_container = PyBytes_CheckExact(x.ptr()) || PyByteArray_CheckExact(x.ptr()) ||
-                              PyMemoryView_Check(x.ptr());
-  nb::object interface = byte_container ? nb::none() : attribute_or_none(x, "__array_interface__");
-  if (interface.is_none() && PyObject_CheckBuffer(x.ptr()))
-    return finish_import(import_buffer(x), request, false);
-  if (!interface.is_none())
-    return finish_import(import_array_interface(x, interface), request, false);
-  nb::object cuda_interface = attribute_or_none(x, "__cuda_array_interface__");
-  if (!cuda_interface.is_none())
-    return finish_import(import_cuda_array_interface(x, cuda_interface), request, false);
-  throw nb::type_error((std::string(entry) + " cannot read a " +
-                        nb::inst_name(x).c_str() +
-                        ": it has no __dlpack__, buffer protocol or __array_interface__.")
-                           .c_str());
+}
+
+PyObject* from_dlpack_entry(PyObject*, PyObject* const* args, Py_ssize_t nargsf,
+                            PyObject* kwnames) noexcept {
+  return python_boundary<PyObject*>(nullptr, [&]() -> PyObject* {
+    static PyObject* const names[] = {interned("device"), interned("copy")};
+    const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs != 1)
+      throw nb::type_error(("from_dlpack() takes exactly one positional argument (" +
+                            std::to_string(nargs) + " given).")
+                               .c_str());
+    PyObject* values[2] = {Py_None, Py_None};
+    if (kwnames != nullptr) match_keywords("from_dlpack", names, 2, args + 1, kwnames, values);
+    // Filled only where given: a std::optional returned and copied is
+    // stored a byte at a time and read back whole, a store-forwarding stall
+    // (~7 ns of an import, perf) that the common call need not pay.
+    ExchangeRequest request;
+    if (values[0] != Py_None) request.device = dl_device_from_python(values[0]);
+    if (values[1] != Py_None) request.copy = copy_from_python(values[1]);
+    return wrap_tensor(import_object(args[0], request)).release().ptr();
+  });
+}
+
+PyMethodDef from_dlpack_def = {
+    "from_dlpack",
+    reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(from_dlpack_entry)),
+    METH_FASTCALL | METH_KEYWORDS,
+    "from_dlpack(x, /, *, device=None, copy=None)\n--\n\n"
+    "Import x (a DLPack producer, a DLPack capsule, or any object with the buffer "
+    "protocol, __array_interface__ or __cuda_array_interface__) as a dlbridge.Tensor, "
+    "zero-copy whenever the request allows. copy=True never aliases; copy=False never "
+    "copies."};
+
+// import_object: x read in the one order, what was read kept as `keep` says.
+template <Keep keep>
+Tensor read_object(nb::handle x, const ExchangeRequest& request, const char* entry, HeldRead* held) {
+  try {
+    ProducerType* known = recent_producer(Py_TYPE(x.ptr()));
+    if (known == nullptr) {
+      if (const Tensor* t = as_tensor(x)) return finish_import(*t, request, false);
+      if (PyObject_TypeCheck(x.ptr(), tensor_type()))
+        throw nb::type_error("This dlbridge.Tensor was never initialised (made by Tensor.__new__); "
+                             "it holds no tensor.");
+      if (PyCapsule_CheckExact(x.ptr()))
+        return finish_import(tensor_from_capsule(x), request, false);
+      known = find_producer(x);
+    }
+    if (known != nullptr) return import_producer<keep>(x, *known, request, held);
+    // An object with both views is read through __array_interface__, which
+    // names the element type: NumPy's datetime64 scalar exports its buffer as
+    // eight 'B' bytes. Python's own byte containers have no such attribute.
+    const bool byte_container = PyBytes_CheckExact(x.ptr()) || PyByteArray_CheckExact(x.ptr()) ||
+                                PyMemoryView_Check(x.ptr());
+    nb::object interface = byte_container ? nb::none() : attribute_or_none(x, "__array_interface__");
+    if (interface.is_none() && PyObject_CheckBuffer(x.ptr()))
+      return finish_import(tensor_from_buffer(x), request, false);
+    if (!interface.is_none())
+      return finish_import(tensor_from_array_interface(x, interface), request, false);
+    nb::object cuda_interface = attribute_or_none(x, "__cuda_array_interface__");
+    if (!cuda_interface.is_none())
+      return finish_import(tensor_from_cuda_array_interface(x, cuda_interface), request, false);
+    throw nb::type_error((std::string(entry) + " cannot read a " +
+                          nb::inst_name(x).c_str() +
+                          ": it has no __dlpack__, buffer protocol or __array_interface__.")
+                             .c_str());
+  } catch (...) {
+    return arrow::after_failure(x, request);
+  }
 }
 
 }  // namespace
 
 Tensor import_object(nb::handle x, const ExchangeRequest& request, const char* entry) {
-  try {
-    return import_any(x, request, entry);
-  } catch (...) {
-    return after_import_failure(x, request);
-  }
+  return read_object<Keep::tensor>(x, request, entry, nullptr);
+}
+
+void import_object(nb::handle x, const char* entry, HeldRead& out) {
+  Tensor read = read_object<Keep::producer_struct>(x, ExchangeRequest{}, entry, &out);
+  if (!out.taken) out.tensor.emplace(std::move(read));
 }
 
 void bind_import(nb::module_& m) {
-  m.def("_install_arrow_second_look", [](nb::object fn) { py::replace(arrow_second_look, fn.release().ptr()); });
-  m.def("_install_producer_facts", &install_producer_facts, nb::arg("facts"),
-        "Set what the package's library modules say about a producer type (dlbridge/__init__.py does, once).");
-  // from_dlpack is a raw entry point: fast_calls.cpp.
+  add_function(m, &from_dlpack_def);
   m.def("to_dlpack",
         [](nb::handle x, nb::handle stream, nb::handle max_version, nb::handle dl_device,
            nb::handle copy) {

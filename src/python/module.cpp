@@ -1,7 +1,8 @@
 // The dlbridge._core extension: the Python face of the C++ core.
 #include "bindings.hpp"
+#include "libraries/libraries.hpp"
 #include "pickling.hpp"
-#include "fast_calls.hpp"
+#include "producer_types.hpp"
 
 NB_MODULE(_core, m) {
   using namespace dlbridge::python;
@@ -24,7 +25,8 @@ NB_MODULE(_core, m) {
   bind_pickling(m);
   bind_exchange_api(m);
   bind_import(m);
-  bind_fast_calls(m);
+  bind_producer_types(m);
+  arrow::bind(m);
   bind_convert(m);
   bind_caster_api(m);
   bind_testing(m);

@@ -44,6 +44,66 @@ inline PyObject* list_item(PyObject* list, Py_ssize_t i) noexcept {
 #endif
 }
 
+// The *Ref lookups return a new reference, which stays valid when another
+// thread changes the container: what a free-threaded build needs (and any
+// build from 3.13 on is given), a borrowed reference taken under the GIL
+// before.
+#if PY_VERSION_HEX >= 0x030D0000 && (!defined(Py_LIMITED_API) || Py_LIMITED_API >= 0x030D0000)
+#define DLBRIDGE_HAS_GET_ITEM_REF 1
+#endif
+
+// dict[key] (a new reference), or an invalid object when absent; an error
+// raised while comparing keys reads as absent, as PyDict_GetItemString has it.
+inline nanobind::object dict_item_ref(PyObject* dict, const char* key) noexcept {
+#ifdef DLBRIDGE_HAS_GET_ITEM_REF
+  PyObject* found = nullptr;
+  if (PyDict_GetItemStringRef(dict, key, &found) < 0) PyErr_Clear();
+  return nanobind::steal(found);
+#else
+  return nanobind::borrow(PyDict_GetItemString(dict, key));
+#endif
+}
+
+// dict[key] (a new reference), or an invalid object when absent; the error
+// that comparing keys raised is thrown.
+inline nanobind::object dict_get_ref(PyObject* dict, PyObject* key) {
+#ifdef DLBRIDGE_HAS_GET_ITEM_REF
+  PyObject* found = nullptr;
+  if (PyDict_GetItemRef(dict, key, &found) < 0) throw nanobind::python_error();
+  return nanobind::steal(found);
+#else
+  PyObject* found = PyDict_GetItemWithError(dict, key);
+  if (found == nullptr && PyErr_Occurred() != nullptr) throw nanobind::python_error();
+  return nanobind::borrow(found);
+#endif
+}
+
+// list[i] (a new reference) for 0 <= i < len(list); NULL with IndexError set
+// otherwise.
+inline PyObject* list_item_ref(PyObject* list, Py_ssize_t i) noexcept {
+#ifdef DLBRIDGE_HAS_GET_ITEM_REF
+  return PyList_GetItemRef(list, i);
+#else
+  return Py_XNewRef(list_item(list, i));
+#endif
+}
+
+// The attribute `name` as type's MRO holds it, looked up without calling a
+// descriptor (a new reference), or NULL with no exception set. Only the
+// version-specific builds can read the MRO cache; the abi3 build has no
+// such lookup. On 3.13+ the reference is owned as the lookup returns it,
+// which stays correct without the GIL (nanobind looks __dlpack__ up the
+// same way).
+#ifndef Py_LIMITED_API
+inline PyObject* type_lookup_ref(PyTypeObject* type, PyObject* name) noexcept {
+#if PY_VERSION_HEX >= 0x030D0000
+  return _PyType_LookupRef(type, name);
+#else
+  return Py_XNewRef(_PyType_Lookup(type, name));
+#endif
+}
+#endif
+
 // UTF-8 of a str, owned by the str; NULL with an exception set on failure.
 inline const char* utf8(PyObject* text) noexcept { return PyUnicode_AsUTF8AndSize(text, nullptr); }
 
@@ -51,9 +111,9 @@ inline const char* utf8(PyObject* text) noexcept { return PyUnicode_AsUTF8AndSiz
 // function whose C entry takes its arguments as a vector (numpy.from_dlpack)
 // is entered directly: PyObject_Vectorcall would add the dispatch through its
 // vectorcall slot, a recursion check (the calls it makes check their own) and
-// the check of its result, which is done here too. convert's direct route is
-// this call plus ~25 ns, and entering directly takes a few of them
-// (bench/bench_convert.py).
+// the check of its result, which is done here too. convert's hand-over to
+// an importer is this call plus ~25 ns, and entering directly takes a few of
+// them (bench/bench_convert.py).
 inline PyObject* call_one_arg(PyObject* callable, PyObject* arg) noexcept {
 #ifdef Py_LIMITED_API
   return PyObject_CallFunctionObjArgs(callable, arg, nullptr);

@@ -1,4 +1,4 @@
-// Tensors in POSIX shared memory (include/dlbridge/shared_memory.hpp) and
+// Tensors in POSIX shared memory (include/dlbridge/platform/shared_memory.hpp) and
 // their ties to Python's process machinery:
 // - each process gives its references back when it exits normally, through
 //   a multiprocessing finaliser that runs last (after Queue feeder threads
@@ -246,8 +246,7 @@ namespace {
 
 Tensor tensor_in_segment(std::shared_ptr<SharedSegment> segment, const TensorView& view) {
   SharedSegmentRegistry::instance().add(segment);
-  return tensor_from_managed(ManagedTensor::adopt(
-      make_versioned(view, hold_segment(std::move(segment)), view.flags())));
+  return tensor_over(view, hold_segment(std::move(segment)));
 }
 
 // A new compact host tensor in a new segment, zero-filled; flags as given.

@@ -10,7 +10,7 @@
 #include <dlbridge/exchange/plan_import.hpp>
 
 #include "bindings.hpp"
-#include "fast_calls.hpp"
+#include "entry_points.hpp"
 #include "gil.hpp"
 #include "storage_pool.hpp"
 
@@ -85,6 +85,15 @@ Tensor tensor_adopting(abi::DLManagedTensorVersioned* m) {
     if (m != nullptr && m->deleter != nullptr) m->deleter(m);
     throw;
   }
+}
+
+Tensor tensor_from_struct(TakenStruct&& taken) {
+  if (taken.is_versioned()) return tensor_adopting(taken.release_versioned());
+  return tensor_from_managed(std::move(taken).adopt());
+}
+
+Tensor tensor_over(const TensorView& view, std::shared_ptr<void> owner) {
+  return tensor_from_managed(export_tensor(view, std::move(owner), view.flags()));
 }
 
 namespace {
@@ -205,7 +214,7 @@ bool plain_versioned_request(PyObject* max_version) {
 // The export of a CPU tensor as itself: no stream, no dl_device, copy None or
 // False, a versioned request. plan_export decides exactly this for it (same
 // device, nothing to copy, versioned so no legacy flag checks, no stream on
-// the host), so the request needs no parsing into ExchangeRequest/ExportPlan.
+// the host), so the request needs no parsing into ExchangeRequest/ExchangePlan.
 bool plain_host_export(const Tensor& t, PyObject* const values[4]) {
   return values[0] == Py_None && values[2] == Py_None &&
          (values[3] == Py_None || values[3] == Py_False) &&
@@ -235,6 +244,31 @@ DLBRIDGE_HOT PyObject* tensor_dlpack(PyObject* self, PyObject* const* args, Py_s
     return export_capsule(*t, request).release().ptr();
   });
 }
+
+// __dlpack_device__ as a plain METH_NOARGS method: consumers
+// (torch.from_dlpack, and convert through it) ask it before every
+// __dlpack__, and nanobind's dispatch plus its enum conversion cost about
+// 200 instructions a call (bench/callgrind.py). The (kDLCPU, 0) answer is one
+// tuple, made once: tuples are immutable.
+PyObject* tensor_dlpack_device(PyObject* self, PyObject*) noexcept {
+  return python_boundary<PyObject*>(nullptr, [&]() -> PyObject* {
+    const Tensor* t = as_tensor(nb::handle(self));
+    if (t == nullptr) throw nb::type_error("__dlpack_device__ needs an initialised dlbridge.Tensor.");
+    const Device device = t->view().device();
+    if (device.type == abi::kDLCPU && device.id == 0) {
+      static PyObject* const cpu = nb::make_tuple(device_type_to_python(abi::kDLCPU), 0).release().ptr();
+      Py_INCREF(cpu);
+      return cpu;
+    }
+    return nb::make_tuple(device_type_to_python(device.type), device.id).release().ptr();
+  });
+}
+
+PyMethodDef tensor_dlpack_device_def = {
+    "__dlpack_device__",
+    reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(tensor_dlpack_device)), METH_NOARGS,
+    "__dlpack_device__($self, /)\n--\n\n"
+    "(device_type, device_id) of the data, as the DLPack protocol asks."};
 
 PyMethodDef tensor_dlpack_def = {
     "__dlpack__", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(tensor_dlpack)),
@@ -268,7 +302,7 @@ void bind_tensor(nb::module_& m) {
                    "Address of element 0 (data + byte_offset).")
       .def_prop_ro("is_c_contiguous", [](const Tensor& t) { return t.view().is_c_contiguous(); })
       .def_prop_ro("is_f_contiguous", [](const Tensor& t) { return t.view().is_f_contiguous(); })
-      // __dlpack_device__ is a plain method, installed by fast_calls.cpp.
+      // __dlpack__ and __dlpack_device__ are raw methods, added below.
       .def("copy",
            [](const Tensor& t, nb::handle device) {
              Device target = device.is_none() ? t.view().device() : device_from_python(device);
@@ -294,9 +328,12 @@ void bind_tensor(nb::module_& m) {
                    "a NumPy type code are '|V<itemsize>'.")
       .def("__repr__", &tensor_repr);
   tensor_type_object = reinterpret_cast<PyTypeObject*>(cls.ptr());
-  nb::object dlpack = nb::steal(PyDescr_NewMethod(tensor_type_object, &tensor_dlpack_def));
-  if (!dlpack.is_valid()) throw nb::python_error();
-  cls.attr("__dlpack__") = dlpack;
+  // The protocol's two methods are raw methods (above), added as descriptors.
+  for (PyMethodDef* def : {&tensor_dlpack_def, &tensor_dlpack_device_def}) {
+    nb::object method = nb::steal(PyDescr_NewMethod(tensor_type_object, def));
+    if (!method.is_valid()) throw nb::python_error();
+    cls.attr(def->ml_name) = method;
+  }
 }
 
 }  // namespace dlbridge::python

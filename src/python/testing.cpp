@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "bindings.hpp"
-#include "fast_calls.hpp"
+#include "entry_points.hpp"
 
 namespace dlbridge::python {
 
@@ -99,7 +99,7 @@ int build_array(abi::DLManagedTensorVersioned* tensor, void** out) {
   builder_calls.fetch_add(1);
   if (mode == BuilderMode::wrap) {
     return python_boundary<int>(-1, [&] {
-      *out = wrap_tensor(tensor_from_managed(ManagedTensor::adopt(tensor))).release().ptr();
+      *out = wrap_tensor(tensor_adopting(tensor)).release().ptr();
       return 0;
     });
   }

@@ -56,8 +56,11 @@ std::vector<nb::object> exact_items(nb::handle value) {
     for (Py_ssize_t i = 0; i < py::tuple_size(value.ptr()); ++i)
       out.push_back(nb::borrow(py::tuple_item(value.ptr(), i)));
   } else if (PyList_Check(value.ptr())) {
-    for (Py_ssize_t i = 0; i < py::list_size(value.ptr()); ++i)
-      out.push_back(nb::borrow(py::list_item(value.ptr(), i)));
+    for (Py_ssize_t i = 0; i < py::list_size(value.ptr()); ++i) {
+      PyObject* item = py::list_item_ref(value.ptr(), i);
+      if (item == nullptr) throw nb::python_error();  // shortened meanwhile by another thread
+      out.push_back(nb::steal(item));
+    }
   }
   return out;
 }

@@ -18,6 +18,8 @@ import array
 import ast
 import ctypes
 import importlib
+import sys
+import types
 from pathlib import Path
 
 import numpy as np
@@ -129,6 +131,27 @@ def released_view():
     return view
 
 
+class ReEntering:
+    """A producer whose __dlpack__, once its type has answered one call, asks dlbridge to read
+    the same object again before it answers: every reader refuses that re-entry at once, a
+    caster too, whatever dlbridge has learnt of the type by then."""
+
+    answered = False
+
+    def __init__(self):
+        self.calls = 0
+
+    def __dlpack__(self, **kwargs):
+        self.calls += 1
+        if ReEntering.answered:
+            dlbridge.from_dlpack(self)
+        ReEntering.answered = True
+        return np.arange(3.0).__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
 def torch_case(make):
     def build():
         torch = pytest.importorskip("torch")
@@ -207,6 +230,7 @@ CASES = {
     "cuda-memory-producer": lambda: CapsuleProducer(device=(2, 0)),
     "cuda-host-producer": lambda: CapsuleProducer(device=(3, 0)),
     "cpu-device-1-producer": lambda: CapsuleProducer(device=(1, 1)),
+    "re-entering-producer": ReEntering,
     # raw capsules
     "capsule-versioned": lambda: np.arange(3.0).__dlpack__(max_version=(1, 0)),
     "capsule-legacy": lambda: np.arange(3.0).__dlpack__(),
@@ -322,3 +346,33 @@ def test_device_memory_from_a_plain_producer_is_asked_for_again_with_a_stream(m,
     got = m.snapshot(producer) if read == "caster" else m.snapshot(dlbridge.from_dlpack(producer))
     assert got == "float32 (2) cuda:0 rw strides (1,)"
     assert producer.streams == [None, None, 1]  # host memory, then CUDA memory asked again on stream 1
+
+
+class LegacyOnly:
+    """A producer of legacy capsules only, as Warp's arrays are."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def __dlpack__(self, **kwargs):
+        self.calls += 1
+        return tools().make_capsule(shape=[2], versioned=False)
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
+@pytest.mark.parametrize("stated", [True, False])
+def test_what_a_library_states_of_its_legacy_capsules_reaches_a_caster_too(m, monkeypatch, stated):
+    # A library module (libraries/<name>.py) naming its own class, with or without
+    # LEGACY_EXPORT_WRITABLE; a class of its own each time, since what dlbridge learns of a
+    # type it learns on first sight.
+    cls = type(f"LegacyOnly{'Writable' if stated else 'Unstated'}{m.__name__}", (LegacyOnly,), {})
+    monkeypatch.setattr(sys.modules[__name__], cls.__name__, cls, raising=False)
+    library = types.SimpleNamespace(TARGET=types.SimpleNamespace(array_types=(f"{__name__}:{cls.__name__}",)),
+                                    LEGACY_EXPORT_WRITABLE=stated)
+    monkeypatch.setitem(dlbridge.libraries.LIBRARIES, "legacy_only", library)
+    direct = answer(lambda x: m.snapshot(dlbridge.from_dlpack(x)), cls)
+    assert direct[1].split()[3] == ("rw" if stated else "ro"), direct
+    assert answer(m.snapshot, cls) == direct
+    assert answer(m.owned_snapshot, cls) == direct

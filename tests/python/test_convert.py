@@ -9,7 +9,7 @@ from conftest import check_error
 
 import dlbridge
 from dlbridge._core import strides_fit as _strides_fit
-from dlbridge.convert import TARGETS, _resolve as resolve, convert as convert_fn
+from dlbridge.convert import TARGETS, _target_of as target_of, convert as convert_fn
 from dlbridge.libraries.numpy import ML_DTYPES
 
 
@@ -260,7 +260,7 @@ def test_copy_true_never_aliases():
 def test_targets_by_module_and_by_callable():
     a = np.arange(6.0).reshape(2, 3)
     assert isinstance(convert_fn(a, torch), torch.Tensor)
-    assert resolve(torch)[1] is TARGETS["torch"]
+    assert target_of(torch)[1] is TARGETS["torch"] and target_of(torch)[3] == (torch.Tensor,)
     assert isinstance(convert_fn(a, torch.from_dlpack), torch.Tensor)
     # A callable we know nothing about is not trusted with read-only data: it gets a copy.
     r = readonly(a)

@@ -42,3 +42,15 @@ def test_an_unknown_name_lists_what_is_known():
         dlbridge.convert([1.0], "no_such_library_xyz")
     names = re.search(r"use one of (.*?), or pass", str(excinfo.value)).group(1).split(", ")
     assert names == target_names()
+
+
+def test_check_answers_an_unknown_name_with_every_producer_it_knows(capsys):
+    from dlbridge import check
+    from dlbridge.cli import build_parser, main
+
+    check_help = build_parser()._subparsers._group_actions[0].choices["check"].format_help()
+    assert "dlbridge.libraries" in check_help
+    assert main(["check", "no_such_library_xyz"]) == 2
+    names = re.search(r"use (.*?) or module:factory", capsys.readouterr().err).group(1).split(", ")
+    assert names == list(check.BUILTIN)
+    assert set(names) == {"dlbridge", *(n for n, m in libraries.LIBRARIES.items() if hasattr(m, "make"))}

@@ -28,6 +28,7 @@ import pkgutil
 import sys
 from types import ModuleType
 
+from ._lookup import lookup
 from ._spec import Target
 
 
@@ -83,15 +84,21 @@ def import_library(name: str, *, order_others: bool = False) -> ModuleType:
     return importlib.import_module(module_name)
 
 
-def _resolve(path: str):
-    # "module:qualname" -> the object, or None while its module is not imported.
-    module_name, _, qualname = path.partition(":")
-    obj = sys.modules.get(module_name)
-    for part in qualname.split("."):
-        if obj is None:
-            return None
-        obj = getattr(obj, part, None)
-    return obj
+def array_classes(target: Target) -> tuple[type, ...]:
+    """The library's own array classes (``target.array_types``) as far as its modules are imported."""
+    found = (lookup(path, imported_only=True) for path in target.array_types)
+    return tuple(cls for cls in found if isinstance(cls, type))
+
+
+def direct_classes(target: Target) -> tuple[tuple[type, ...], tuple[str, ...]]:
+    """``target.direct_from``'s classes as far as their modules are imported, and the modules of
+    the others (convert learns the target again once one of them is imported)."""
+    if target.direct_from and target.read_only == "ignored":
+        raise ValueError("Target.direct_from needs a target that sees READ_ONLY or never writes: "
+                         "handing an array over directly would skip the read-only copy")
+    found = [(path, lookup(path, imported_only=True)) for path in target.direct_from]
+    return (tuple(cls for _, cls in found if isinstance(cls, type)),
+            tuple(path.partition(":")[0] for path, cls in found if not isinstance(cls, type)))
 
 
 def producer_facts(cls: type) -> tuple[str, type, bool] | None:
@@ -99,9 +106,7 @@ def producer_facts(cls: type) -> tuple[str, type, bool] | None:
     (library name, its real array class, whether its legacy capsules carry writable memory),
     or None for a type of no library here."""
     for name, module in LIBRARIES.items():
-        for path in module.TARGET.array_types:
-            real = _resolve(path)
-            if isinstance(real, type) and issubclass(cls, real) and \
-                    getattr(cls, "__dlpack__", None) is getattr(real, "__dlpack__", None):
+        for real in array_classes(module.TARGET):
+            if issubclass(cls, real) and getattr(cls, "__dlpack__", None) is getattr(real, "__dlpack__", None):
                 return name, real, bool(getattr(module, "LEGACY_EXPORT_WRITABLE", False))
     return None

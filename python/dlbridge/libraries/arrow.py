@@ -28,19 +28,15 @@ _NUMERIC = frozenset(["int8", "int16", "int32", "int64", "uint8", "uint16", "uin
                       "float16", "float32", "float64"])
 
 
-def _fail(cls_name: str, message: str, hint: str):
-    from .. import errors
-
-    return getattr(errors, cls_name)(message, hint)
-
-
 def hand_over(tensor, copy=None):
     """A pyarrow Array (1-d) or FixedShapeTensorArray (n-d) of the tensor's values."""
     import pyarrow as pa
 
+    from ..errors import LayoutError
+
     if tensor.ndim > 1 and 0 in tensor.shape[1:]:
-        raise _fail("LayoutError", f"Arrow's fixed-shape tensors need inner dimensions above 0; shape {tensor.shape} "
-                    "has an empty one.", "Hand over a tensor whose dimensions after the first are all > 0.")
+        raise LayoutError(f"Arrow's fixed-shape tensors need inner dimensions above 0; shape {tensor.shape} "
+                          "has an empty one.", "Hand over a tensor whose dimensions after the first are all > 0.")
     if tensor.dtype.name == "bool":
         return _packed_bools(tensor)
     if tensor.size == 0:
@@ -88,8 +84,10 @@ def _packed_bools(tensor):
 
 
 def _refuse_copy(what: str):
-    return _fail("CopyRequiredError", f"{what}, which needs a copy, and copy=False forbids the copy.",
-                 "Pass copy=None to let dlbridge make the one copy.")
+    from ..errors import CopyRequiredError
+
+    return CopyRequiredError(f"{what}, which needs a copy, and copy=False forbids the copy.",
+                             "Pass copy=None to let dlbridge make the one copy.")
 
 
 def second_look(x, refusal: BaseException, device=None, copy=None):
@@ -97,6 +95,7 @@ def second_look(x, refusal: BaseException, device=None, copy=None):
     import pyarrow as pa
 
     from .. import _core
+    from ..errors import LayoutError
 
     if isinstance(x, pa.ChunkedArray):
         if x.num_chunks == 1:
@@ -107,10 +106,9 @@ def second_look(x, refusal: BaseException, device=None, copy=None):
     if not isinstance(x, pa.Array):
         raise refusal
     if x.null_count:
-        raise _fail("LayoutError",
-                    f"The Arrow array has {x.null_count} null(s); DLPack has no validity bitmap, "
-                    "so the nulls would silently become values.",
-                    "Replace or drop them first: arr.fill_null(0) or arr.drop_null().")
+        raise LayoutError(f"The Arrow array has {x.null_count} null(s); DLPack has no validity bitmap, "
+                          "so the nulls would silently become values.",
+                          "Replace or drop them first: arr.fill_null(0) or arr.drop_null().")
     values = x.storage if isinstance(x, pa.ExtensionArray) else x
     if pa.types.is_boolean(values.type) or (pa.types.is_fixed_size_list(values.type)
                                             and pa.types.is_boolean(values.type.value_type)):

@@ -18,6 +18,7 @@ TARGET = Target(
     "jax.numpy", read_only="immutable", strides="permuted_compact", devices=frozenset({CPU, CUDA, ROCM}),
     dtypes=STANDARD_DTYPES | FLOAT8 | {"bfloat16", "float8_e4m3b11fnuz", "float8_e3m4", "float8_e4m3"},
     alignment=64, array_types=("jax:Array",),
+    direct_from=("numpy:ndarray",),
     note="legacy capsules only; rejects non-compact and negative strides; copies unaligned data",
 )
 

@@ -1,0 +1,77 @@
+// The C++-side rules of particular libraries, one file each, beside the
+// Python-side facts of python/dlbridge/libraries/<name>.py. Only what must
+// run inside an import lives here: the library's own checks that dlbridge
+// makes itself, its refusals as coded errors, the repairs of its data.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "../bindings.hpp"
+
+namespace dlbridge::python {
+
+// --- torch.cpp
+namespace torch {
+
+// The library name the package's facts give torch.Tensor (libraries/torch.py: NAME).
+inline constexpr std::string_view name = "torch";
+
+// The C exchange API of torch's real Tensor class, which dlbridge trusts
+// because it makes torch's own checks itself (resolve_lazy_state); NULL when
+// the class publishes none. Never a table a subclass or a look-alike sets.
+const abi::DLPackExchangeAPI* trusted_exchange_api(nb::handle real_class);
+
+// What to import instead of a torch tensor whose meaning is not its plain
+// memory: its conjugate and negative bits mark a view whose memory holds the
+// unconjugated (or unnegated) values, which neither __dlpack__ (neg) nor the
+// C exchange API (both) says, so a resolved copy is imported (copy=False is
+// refused with CopyRequiredError); a tensor that requires grad is imported
+// as its detached, read-only view (torch's __dlpack__ refuses it, since a
+// write would change a tensor autograd tracks; docs/boundary.md).
+struct LazyState {
+  nb::object replacement;  // invalid: import x itself
+  bool copied = false;     // replacement is a new buffer
+  bool read_only = false;  // the import must refuse writes
+};
+LazyState resolve_lazy_state(nb::handle x, const ExchangeRequest& request);
+
+// torch's refusal of x raised as the coded error it stands for (a quantized,
+// non-strided or meta tensor), with `refusal` as its cause; returns when it
+// stands for none of these.
+void raise_known_refusal(nb::handle x, const std::string& message, nb::python_error& refusal);
+
+}  // namespace torch
+
+// --- numpy.cpp
+namespace numpy {
+
+// UnsupportedDTypeError naming the fix when x's __array_interface__ says
+// big-endian (DLPack has no byte order); returns otherwise. Asked after a
+// producer refused x with a BufferError (NumPy's bare one).
+void check_byte_order(nb::handle x);
+// A NumPy array in the byte order this machine does not use, byte-swapped
+// into one native copy (convert does it whenever a copy is allowed); an
+// invalid object when x is no such array.
+nb::object native_byte_order_copy(nb::handle x);
+// A NumPy array of an extension dtype (ml_dtypes' bfloat16, float8, ...),
+// which NumPy refuses to export through DLPack, read through its
+// __array_interface__; std::nullopt when x is not one.
+std::optional<Tensor> tensor_from_extension_dtype(nb::handle x);
+
+}  // namespace numpy
+
+// --- arrow.cpp
+namespace arrow {
+
+// Called while a failure to read x is the exception being handled: pyarrow's
+// second look when x is an Arrow object (dlbridge.libraries.arrow.second_look),
+// else the failure rethrown.
+Tensor after_failure(nb::handle x, const ExchangeRequest& request);
+// dlbridge._core._install_arrow_second_look.
+void bind(nb::module_& m);
+
+}  // namespace arrow
+
+}  // namespace dlbridge::python

@@ -1,0 +1,55 @@
+// NumPy's C++-side rules (libraries.hpp): data in the other byte order,
+// which DLPack cannot describe, and arrays of extension dtypes (ml_dtypes),
+// which NumPy refuses to export.
+#include <nanobind/stl/string.h>
+
+#include <string>
+
+#include "../array_like.hpp"
+#include "libraries.hpp"
+
+namespace dlbridge::python::numpy {
+
+void check_byte_order(nb::handle x) {
+  nb::object interface = attribute_or_none(x, "__array_interface__");
+  if (!PyDict_Check(interface.ptr())) return;
+  nb::object typestr = py::dict_item_ref(interface.ptr(), "typestr");
+  if (!typestr.is_valid() || !PyUnicode_Check(typestr.ptr())) return;
+  const std::string text = utf8_of(typestr);
+  if (!text.empty() && text[0] == '>') fail_byte_order("'" + text + "'");
+}
+
+nb::object native_byte_order_copy(nb::handle x) {
+  nb::object numpy = py::dict_item_ref(PyImport_GetModuleDict(), "numpy");
+  if (!numpy.is_valid()) return nb::object();  // not imported: x is no NumPy array
+  nb::object ndarray = numpy.attr("ndarray");
+  if (!PyObject_TypeCheck(x.ptr(), reinterpret_cast<PyTypeObject*>(ndarray.ptr()))) return nb::object();
+  nb::object dtype = x.attr("dtype");
+  const std::string order = utf8_of(nb::str(dtype.attr("byteorder")));
+  if (order != ">") return nb::object();  // dlbridge's hosts are little-endian (platform.hpp)
+  return x.attr("astype")(dtype.attr("newbyteorder")("="));
+}
+
+// NumPy exports only its built-in dtypes through DLPack. An array of an
+// extension dtype still names its dtype, and its memory is described by
+// __array_interface__.
+std::optional<Tensor> tensor_from_extension_dtype(nb::handle x) {
+  nb::object interface = attribute_or_none(x, "__array_interface__");
+  nb::object dtype = attribute_or_none(x, "dtype");
+  if (interface.is_none() || dtype.is_none()) return std::nullopt;
+  std::optional<DType> parsed;
+  try {
+    parsed = dtype_from_python(dtype);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  const bool numpy_exports_it = !parsed->is_subbyte() &&
+                                (parsed->code == abi::kDLInt || parsed->code == abi::kDLUInt ||
+                                 parsed->code == abi::kDLFloat || parsed->code == abi::kDLComplex ||
+                                 parsed->code == abi::kDLBool);
+  if (numpy_exports_it) return std::nullopt;  // refused for another reason: keep that error
+  return tensor_over_object(nb::make_tuple(x, interface),
+                            read_array_interface(interface, "__array_interface__", parsed), Device{});
+}
+
+}  // namespace dlbridge::python::numpy
