@@ -310,7 +310,9 @@ void bind_tensor(nb::module_& m) {
            },
            nb::arg("device") = nb::none(),
            nb::sig("def copy(self, device: object | None = None) -> Tensor"),
-           "A new, writable, compact (C-order) copy.")
+           "A new, writable, compact (C-order) copy. A host result of 8-256 MiB may take the "
+           "memory of the last such result freed, of the same size, whose pages the kernel then "
+           "need not zero again (DLBRIDGE_KEEP_FREED=0 turns that off).")
       .def("copy_unpacked",
            [](const Tensor& t) {
              ManagedTensor out;
