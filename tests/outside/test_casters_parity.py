@@ -159,6 +159,15 @@ def torch_case(make):
     return build
 
 
+def impostor_torch_tensor():
+    """A class that calls itself torch.Tensor and offers dlbridge's own exchange table."""
+    base = np.arange(3.0)
+    namespace = {"__module__": "torch", "__dlpack_c_exchange_api__": dlbridge.Tensor.__dlpack_c_exchange_api__,
+                 "__dlpack__": lambda self, **kwargs: base.__dlpack__(**kwargs),
+                 "__dlpack_device__": lambda self: (1, 0)}
+    return type("Tensor", (), namespace)()
+
+
 def torch_subclass(torch, *, own_dlpack):
     namespace = {}
     if own_dlpack:
@@ -220,6 +229,7 @@ CASES = {
     "raises-RuntimeError": lambda: Returning(lambda: RuntimeError("broken")),
     "raises-TypeError": lambda: Returning(lambda: TypeError("no such keyword")),
     "raises-KeyboardInterrupt": lambda: Returning(lambda: KeyboardInterrupt()),
+    "raises-SystemExit": lambda: Returning(lambda: SystemExit(3)),
     "returns-int": lambda: Returning(lambda: 7),
     "returns-None": lambda: Returning(lambda: None),
     "returns-consumed-capsule": lambda: Returning(consumed_capsule),
@@ -268,6 +278,12 @@ CASES = {
     "torch-subclass": torch_case(lambda torch: torch.ones(2).as_subclass(torch_subclass(torch, own_dlpack=False))),
     "torch-subclass-own-dlpack": torch_case(
         lambda torch: torch.ones(2).as_subclass(torch_subclass(torch, own_dlpack=True))),
+    # trust is given to torch's real class and its real table, never to a name or a table a
+    # subclass sets (once a recursion in C until the stack overflowed)
+    "torch-subclass-with-dlbridges-table": torch_case(
+        lambda torch: torch.arange(3.0).as_subclass(
+            type("TableSub", (torch.Tensor,), {"__dlpack_c_exchange_api__": dlbridge.Tensor.__dlpack_c_exchange_api__}))),
+    "impostor-named-torch-tensor": lambda: impostor_torch_tensor(),
     "torch-subclass-own-dlpack-conj": torch_case(
         lambda torch: torch.conj(torch.tensor([1 + 2j])).as_subclass(torch_subclass(torch, own_dlpack=True))),
     # JAX: legacy capsules only

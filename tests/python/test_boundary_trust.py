@@ -86,16 +86,19 @@ def test_a_producer_refusing_with_any_exception_is_coded():
     assert isinstance(excinfo.value.__cause__, RuntimeError) and "not today" in str(excinfo.value)
 
 
-def test_keyboard_interrupt_from_a_producer_is_not_wrapped():
-    class Interrupted:
+@pytest.mark.parametrize("leaving", [KeyboardInterrupt, SystemExit, GeneratorExit])
+def test_an_exception_that_is_no_refusal_is_not_wrapped(leaving):
+    class Leaving:
         def __dlpack__(self, **kwargs):
-            raise KeyboardInterrupt
+            raise leaving
 
         def __dlpack_device__(self):
             return (1, 0)
 
-    with pytest.raises(KeyboardInterrupt):
-        dlbridge.from_dlpack(Interrupted())
+    with pytest.raises(leaving):
+        dlbridge.from_dlpack(Leaving())
+    with pytest.raises(leaving):
+        dlbridge.convert(Leaving(), "numpy")
 
 
 def test_a_refusal_whose_str_raises_is_still_coded():
