@@ -12,7 +12,9 @@
 //   into buffers allocated (dlbridge's host allocator) and written before
 //   timing starts; those of a "fresh" row allocate their result on every
 //   call with that same allocator (as copy_unpacked and Tensor.copy() do),
-//   so page faults are part of each call alike.
+//   so page faults are part of each call alike: none where the allocator
+//   keeps the last freed buffer of the size (8-256 MiB), new pages on every
+//   call with DLBRIDGE_KEEP_FREED=0.
 // - Rounds: each round runs every candidate once, in an order rotated by
 //   one per round, so each follows each other equally often and none is
 //   charged the previous one's dirty lines. Before its timed batch a
@@ -211,14 +213,15 @@ Candidate memcpy_touched(unsigned char* dst, const unsigned char* src, int64_t b
   return {"memcpy", [=] { std::memcpy(dst, src, size_t(bytes)); }};
 }
 
-// A fresh buffer from dlbridge's allocator, filled by memcpy and freed: the
-// floor of fresh rows, whose candidates allocate their result the same way.
+// A result from dlbridge's allocator, filled by memcpy and let go: the floor
+// of fresh rows, whose candidates allocate their result the same way (so
+// both sides take the kept buffer of host_memory.hpp, or with
+// DLBRIDGE_KEEP_FREED=0 both map new pages).
 Candidate memcpy_fresh(const unsigned char* src, int64_t bytes) {
   return {"memcpy", [=] {
-            void* out = detail::allocate_host_raw(bytes);
-            std::memcpy(out, src, size_t(bytes));
-            escape(out);
-            std::free(out);
+            std::shared_ptr<void> out = detail::allocate_host(bytes);
+            std::memcpy(out.get(), src, size_t(bytes));
+            escape(out.get());
           }};
 }
 
@@ -377,7 +380,8 @@ void write_json(const char* path, unsigned all, const std::string& load_start,
   std::fprintf(f, "  \"note\": \"GB/s of result bytes (medians over rounds in rotating order, each "
                   "batch after its own warm-up call); ratio = dlbridge over the memcpy floor of the "
                   "same bytes measured the same way (touched: preallocated, written buffers; fresh: "
-                  "a new result from dlbridge's allocator every call), median of the per-round "
+                  "a new result from dlbridge's allocator every call, which keeps the last freed buffer of 8-256 MiB "
+                  "unless DLBRIDGE_KEEP_FREED=0), median of the per-round "
                   "ratios with the 10th-90th percentile; faults are per call, vmstat deltas over "
                   "the row\",\n");
   std::fprintf(f, "  \"results\": [\n");
