@@ -24,11 +24,9 @@ from __future__ import annotations
 
 import json
 import os
-import selectors
-import subprocess
 import sys
-import tempfile
 import traceback
+from pathlib import Path
 
 EXAMPLES = int(os.environ.get("DLBRIDGE_FUZZ_EXAMPLES", "150"))
 RANDOM = os.environ.get("DLBRIDGE_FUZZ_RANDOM") == "1"
@@ -184,47 +182,13 @@ if __name__ != "__main__":
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
-    class Worker:
-        """A child interpreter running cases; replaced after it dies."""
-
-        def __init__(self, modules):
-            self.modules = str(modules)
-            self.process = None
-            self.stderr = None
-
-        def run(self, case, timeout=60.0):
-            if self.process is None or self.process.poll() is not None:
-                self.stderr = tempfile.TemporaryFile(mode="w+")
-                self.process = subprocess.Popen(
-                    [sys.executable, __file__, "--serve", self.modules], stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE, stderr=self.stderr, text=True,
-                    env=dict(os.environ, PYTHONFAULTHANDLER="1"))
-            process = self.process
-            process.stdin.write(json.dumps(case) + "\n")
-            process.stdin.flush()
-            with selectors.DefaultSelector() as selector:
-                selector.register(process.stdout, selectors.EVENT_READ)
-                ready = selector.select(timeout)
-            line = process.stdout.readline() if ready else ""
-            if line:
-                return json.loads(line)
-            if not ready:
-                process.kill()
-            process.wait()
-            self.stderr.seek(0)
-            stderr = self.stderr.read()[-3000:]
-            self.process = None
-            what = "hung" if not ready else f"died with exit status {process.returncode}"
-            return f"the worker interpreter {what}; its stderr ends:\n{stderr}"
-
-        def stop(self):
-            if self.process is not None and self.process.poll() is None:
-                self.process.stdin.close()
-                self.process.wait(timeout=30)
-
     @pytest.fixture(scope="module")
     def worker(extensions):
-        w = Worker(extensions)
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
+        from worker_interpreter import WorkerInterpreter
+
+        w = WorkerInterpreter([sys.executable, __file__, "--serve", str(extensions)],
+                              dict(os.environ, PYTHONFAULTHANDLER="1"))
         yield w
         w.stop()
 
@@ -285,7 +249,7 @@ if __name__ != "__main__":
     @fuzz_settings
     @given(case=cases)
     def test_casters_answer_as_from_dlpack_and_never_crash(worker, extensions, case):
-        problem = worker.run(case)
+        problem = worker.run(case, timeout=60.0)
         assert problem is None, (
             f"{problem}\nreproduce with:\n  .venv/bin/python tests/outside/test_casters_fuzz.py --run "
             f"{extensions} {json.dumps(json.dumps(case))}")

@@ -26,11 +26,9 @@ from __future__ import annotations
 import ctypes
 import json
 import os
-import selectors
-import subprocess
 import sys
-import tempfile
 import traceback
+from pathlib import Path
 
 EXAMPLES = int(os.environ.get("DLBRIDGE_FUZZ_EXAMPLES", "150"))
 # Unset: the same examples every run (the test command); "1": fresh ones.
@@ -450,56 +448,22 @@ if __name__ != "__main__":
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
-    class Worker:
-        """A child interpreter running programs; replaced after it dies."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
+    from worker_interpreter import WorkerInterpreter
 
-        def __init__(self, **env):
-            self.process = None
-            self.stderr = None
-            self.env = env
-
-        def start(self):
-            env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONFAULTHANDLER="1", **self.env)
-            # A file, not a pipe: a chatty worker must not block on a full pipe.
-            self.stderr = tempfile.TemporaryFile(mode="w+")
-            self.process = subprocess.Popen(
-                [sys.executable, __file__, "--serve"], stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE, stderr=self.stderr, text=True, env=env)
-
-        def run(self, program, timeout=30.0):
-            if self.process is None or self.process.poll() is not None:
-                self.start()
-            process = self.process
-            process.stdin.write(json.dumps(program) + "\n")
-            process.stdin.flush()
-            with selectors.DefaultSelector() as selector:
-                selector.register(process.stdout, selectors.EVENT_READ)
-                ready = selector.select(timeout)
-            line = process.stdout.readline() if ready else ""
-            if line:
-                return json.loads(line)
-            if not ready:
-                process.kill()
-            process.wait()
-            self.stderr.seek(0)
-            stderr = self.stderr.read()[-3000:]
-            self.process = None
-            what = "hung" if not ready else f"died with exit status {process.returncode}"
-            return f"the worker interpreter {what}; its stderr ends:\n{stderr}"
-
-        def stop(self):
-            if self.process is not None and self.process.poll() is None:
-                self.process.stdin.close()
-                self.process.wait(timeout=30)
+    def new_worker(**env):
+        """A worker interpreter serving this file's programs, with `env` added to ours."""
+        return WorkerInterpreter([sys.executable, __file__, "--serve"],
+                                 dict(os.environ, JAX_PLATFORMS="cpu", PYTHONFAULTHANDLER="1", **env))
 
     @pytest.fixture(scope="module")
     def worker():
-        w = Worker()
+        w = new_worker()
         yield w
         w.stop()
 
     def expect_clean(worker, program):
-        problem = worker.run(program)
+        problem = worker.run(program, timeout=30.0)
         assert problem is None, (
             f"{problem}\nreproduce with:\n  .venv/bin/python tests/python/test_fuzz_boundary.py "
             f"--run {json.dumps(program)}\nprogram:\n{program}")
@@ -802,7 +766,7 @@ if __name__ != "__main__":
         if path is None:
             pytest.skip("needs the CUDA simulator's library: build the target dlbridge_cudasim in "
                         "build/test-werror (scripts/test does) or set DLBRIDGE_CUDART_PATH")
-        w = Worker(DLBRIDGE_CUDART_PATH=path, DLBRIDGE_CUDA_IPC_EXIT_WAIT="0")
+        w = new_worker(DLBRIDGE_CUDART_PATH=path, DLBRIDGE_CUDA_IPC_EXIT_WAIT="0")
         yield w
         w.stop()
 
