@@ -99,3 +99,18 @@ def extension_path(extensions):
 
 def have(tool: str) -> bool:
     return shutil.which(tool, path=tool_env()["PATH"]) is not None
+
+
+class OldProducer:
+    """A producer from before max_version: __dlpack__ takes no keywords."""
+
+    def __init__(self, array):
+        self.array = array
+        self.calls = 0
+
+    def __dlpack__(self):
+        self.calls += 1
+        return self.array.__dlpack__()
+
+    def __dlpack_device__(self):
+        return (1, 0)

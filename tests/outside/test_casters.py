@@ -13,6 +13,7 @@ import weakref
 
 import numpy as np
 import pytest
+from conftest import OldProducer
 
 import dlbridge
 
@@ -165,21 +166,6 @@ def test_new_tensor_from_cpp_reaches_numpy_and_torch(m):
     assert t.dtype == "int32" and not t.readonly
     assert np.from_dlpack(t).tolist() == [0, 1, 2, 3, 4]
     assert torch.from_dlpack(m.arange(3)).tolist() == [0, 1, 2]
-
-
-class OldProducer:
-    """A producer from before max_version: __dlpack__ takes no keywords."""
-
-    def __init__(self, array):
-        self.array = array
-        self.calls = 0
-
-    def __dlpack__(self):
-        self.calls += 1
-        return self.array.__dlpack__()
-
-    def __dlpack_device__(self):
-        return (1, 0)
 
 
 def test_producer_without_keywords_is_asked_the_old_way(m):

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import OldProducer
 
 import dlbridge
 
@@ -81,21 +82,6 @@ class Returning:
         if isinstance(self.device, BaseException):
             raise self.device
         return self.device
-
-
-class OldProducer:
-    """From before max_version: __dlpack__ takes no keywords."""
-
-    def __init__(self, array):
-        self.array = array
-        self.calls = 0
-
-    def __dlpack__(self):
-        self.calls += 1
-        return self.array.__dlpack__()
-
-    def __dlpack_device__(self):
-        return (1, 0)
 
 
 class ArrayInterfaceOnly:
