@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "../entry_points.hpp"
 #include "libraries.hpp"
 
 namespace dlbridge::python::torch {
@@ -17,9 +18,23 @@ bool truth(nb::handle value) {
   return result != 0;
 }
 
-bool method_truth(nb::handle x, const char* method) { return truth(x.attr(method)()); }
-
 bool attribute_truth(nb::handle x, const char* name) { return truth(x.attr(name)); }
+
+// The names asked on every import of a torch tensor, interned once. A name
+// made from C text is decoded and hashed on each lookup, and misses the
+// type's attribute cache (which takes interned names only), so each lookup
+// walks torch.Tensor's MRO: ~3,000 of an import's ~6,600 instructions
+// (bench/callgrind.py --only torch).
+struct LazyStateNames {
+  PyObject* requires_grad = interned("requires_grad");
+  PyObject* is_conj = interned("is_conj");
+  PyObject* is_neg = interned("is_neg");
+};
+
+const LazyStateNames& lazy_state_names() {
+  static const LazyStateNames* names = new LazyStateNames();  // never destroyed: imports run at exit too
+  return *names;
+}
 
 [[noreturn]] void raise_coded(ErrorCode code, const std::string& message, const char* hint,
                               nb::python_error& cause) {
@@ -35,8 +50,10 @@ const abi::DLPackExchangeAPI* trusted_exchange_api(nb::handle real_class) {
 
 LazyState resolve_lazy_state(nb::handle x, const ExchangeRequest& request) {
   LazyState out;
-  const bool grad = attribute_truth(x, "requires_grad");
-  const bool conj = method_truth(x, "is_conj"), neg = method_truth(x, "is_neg");
+  const LazyStateNames& names = lazy_state_names();
+  const bool grad = truth(x.attr(nb::handle(names.requires_grad)));
+  const bool conj = truth(x.attr(nb::handle(names.is_conj))());
+  const bool neg = truth(x.attr(nb::handle(names.is_neg))());
   if (!conj && !neg) {
     if (!grad) return out;
     // The same memory without the autograd graph, which torch's export
