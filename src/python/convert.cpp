@@ -59,7 +59,8 @@ struct LearntTarget {
   ConvertTarget plan_target;
   HandOver hand;
   std::vector<nb::object> own_types;  // the library's own array classes
-  // Other libraries' array classes that the importer reads as they are
+  // Other libraries' array classes whose instances (exactly those classes)
+  // the importer reads as they are
   // (Target.direct_from), and the modules of those not imported when the
   // target was learnt: once one is, the target is learnt again.
   std::vector<nb::object> direct_types;
@@ -394,9 +395,13 @@ bool is_own_array(PyObject* x, const LearntTarget& t) { return is_instance_of_an
 // its own, for a plain request only. The target library reads such arrays
 // exactly as dlbridge would hand them over, and each side refuses what it
 // cannot take; a refusal sends convert to its plan (carry_out_decision).
+// Exactly those classes: a subclass may override __dlpack__ (with one that
+// converts itself again, say), and only dlbridge's own import guards that.
 bool hands_directly(PyObject* x, const LearntTarget& t, const ConvertRequest& request) {
-  return request.shortcuts && request.device == Py_None && !request.copy && !t.direct_types.empty() &&
-         is_instance_of_any(x, t.direct_types);
+  if (!request.shortcuts || request.device != Py_None || request.copy || t.direct_types.empty()) return false;
+  for (const nb::object& type : t.direct_types)
+    if (Py_TYPE(x) == reinterpret_cast<PyTypeObject*>(type.ptr())) return true;
+  return false;
 }
 
 // x imported, and whether the import itself made the one copy that the

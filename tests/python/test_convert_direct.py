@@ -145,7 +145,28 @@ def test_only_the_declared_classes_are_handed_over_directly(importer_calls):
     dlbridge.convert(torch.arange(3.0), "jax")
     assert calls == [dlbridge.Tensor]
     assert libraries.TARGETS["jax"].direct_from == ("numpy:ndarray",)
-    assert libraries.TARGETS["numpy"].direct_from == ("jax:Array",)
+    assert libraries.TARGETS["numpy"].direct_from == ("jaxlib._jax:ArrayImpl",)
+    assert libraries.direct_classes(libraries.TARGETS["numpy"])[0] == (type(jnp.zeros(1)),)
+
+
+def test_a_subclass_takes_the_plan_not_the_direct_route(importer_calls):
+    calls, record = importer_calls
+    record(jnp)
+
+    class Sub(np.ndarray):
+        pass
+
+    out = dlbridge.convert(np.arange(4, dtype=np.float32).view(Sub), "jax")
+    assert calls == [dlbridge.Tensor] and np.asarray(out).tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_a_subclass_converting_itself_in_dlpack_is_refused_not_recursed():
+    class ReEntering(np.ndarray):
+        def __dlpack__(self, **kwargs):
+            return dlbridge.convert(self, "jax").__dlpack__(**kwargs)
+
+    with pytest.raises(dlbridge.errors.ProducerError):
+        dlbridge.convert(np.arange(3.0).view(ReEntering), "jax")
 
 
 def test_a_target_learnt_before_jax_was_imported_takes_it_directly_once_it_is():

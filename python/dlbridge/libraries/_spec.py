@@ -81,10 +81,11 @@ class Target:
     # "module:qualname" of the library's own array types: convert(x, name) of one of them,
     # with no device and copy asked, returns x itself.
     array_types: tuple[str, ...] = ()
-    # "module:qualname" of other libraries' array types that the importer reads exactly as
-    # dlbridge would hand them over, each side refusing what it cannot take: convert with no
-    # device and copy asked passes them to the importer as they are, and takes its plan only
-    # if the importer refuses (tests/python/test_convert_direct.py pins both to the same result).
+    # "module:qualname" of other libraries' concrete array classes that the importer reads exactly
+    # as dlbridge would hand them over, each side refusing what it cannot take: convert with no
+    # device and copy asked passes their instances (of exactly these classes, never a subclass,
+    # which may override __dlpack__) to the importer as they are, and takes its plan only if the
+    # importer refuses (tests/python/test_convert_direct.py pins both to the same result).
     # Only for a target that never writes through what it imports or sees READ_ONLY.
     direct_from: tuple[str, ...] = ()
     # Run once before the first hand-over (Warp: wp.init() without its banner).

@@ -32,7 +32,7 @@ def _view_as(tensor, dtype):
 TARGET = Target(
     "numpy", read_only="honoured", strides="any", devices=frozenset({CPU, CUDA_HOST, ROCM_HOST}),
     dtypes=STANDARD_DTYPES, array_types=("numpy:ndarray",),
-    direct_from=("jax:Array",),
+    direct_from=("jaxlib._jax:ArrayImpl",),
     extension=Extension("ml_dtypes", ML_DTYPES, one_per_byte=True, hand_over=_view_as),
     note="from_dlpack has no bfloat16/FP8/FP4/int4 (ml_dtypes holds them); host memory only",
 )
