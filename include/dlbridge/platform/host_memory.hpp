@@ -23,22 +23,34 @@ inline constexpr size_t host_alignment = 64;
 
 namespace detail {
 
+inline constexpr size_t huge_page_size = size_t(2) << 20;
+
+// The alignment of a host buffer of `bytes`. Large buffers are aligned to a
+// huge page and advised to use them: a fresh 64 MiB copy otherwise takes ~16k
+// page faults (4 KiB each), which cost more than the copy itself.
+inline size_t host_buffer_alignment(int64_t bytes) noexcept {
+  return size_t(bytes) >= 4 * huge_page_size ? huge_page_size : host_alignment;
+}
+
+// The size of a host buffer of `bytes`: a whole number of its alignment (as
+// aligned_alloc wants), at least one.
+inline size_t rounded_host_size(int64_t bytes) noexcept {
+  const size_t alignment = host_buffer_alignment(bytes);
+  const size_t size = (size_t(bytes) + alignment - 1) / alignment * alignment;
+  return size == 0 ? alignment : size;
+}
+
 // Host memory of `bytes`, aligned, never NULL so that even an empty tensor
 // has a real, unique address. Release it with std::free.
 inline void* allocate_host_raw(int64_t bytes) {
-  // Large buffers are aligned to a huge page and advised to use them: a
-  // fresh 64 MiB copy otherwise takes ~16k page faults (4 KiB each), which
-  // cost more than the copy itself.
-  constexpr size_t huge_page = size_t(2) << 20;
-  const size_t alignment = size_t(bytes) >= 4 * huge_page ? huge_page : host_alignment;
-  // aligned_alloc wants a multiple of the alignment.
-  size_t size = (size_t(bytes) + alignment - 1) / alignment * alignment;
-  void* data = std::aligned_alloc(alignment, size == 0 ? alignment : size);
+  const size_t alignment = host_buffer_alignment(bytes);
+  const size_t size = rounded_host_size(bytes);
+  void* data = std::aligned_alloc(alignment, size);
   if (data == nullptr)
     fail(ErrorCode::out_of_memory,
          "Could not allocate " + std::to_string(bytes) + " bytes of host memory.",
          "Free memory or work on a smaller tensor.");
-  if (alignment == huge_page) platform::advise_huge_pages(data, size);
+  if (alignment == huge_page_size) platform::advise_huge_pages(data, size);
   return data;
 }
 
@@ -103,14 +115,6 @@ class KeptBuffer {
   void* data_ = nullptr;
   size_t size_ = 0;
 };
-
-// The size allocate_host_raw gives a request of `bytes`.
-inline size_t rounded_host_size(int64_t bytes) noexcept {
-  constexpr size_t huge_page = size_t(2) << 20;
-  const size_t alignment = size_t(bytes) >= 4 * huge_page ? huge_page : host_alignment;
-  const size_t size = (size_t(bytes) + alignment - 1) / alignment * alignment;
-  return size == 0 ? alignment : size;
-}
 
 // The same, freed when the last owner goes (or kept: KeptBuffer).
 inline std::shared_ptr<void> allocate_host(int64_t bytes) {
