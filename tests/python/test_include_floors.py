@@ -4,8 +4,6 @@ CONTRIBUTING.md ("The layers") states the floors; FLOORS below states them
 again as data, and a test holds the two to each other. A header may include
 headers of its own floor or of a lower one, never of a higher one; only
 include/dlbridge/python/ includes Python (<Python.h>, nanobind, pybind11).
-The deprecated include paths kept for one release (FORWARDERS) are outside the
-floors: each includes exactly its new header and nothing else.
 """
 
 from __future__ import annotations
@@ -31,22 +29,6 @@ FLOORS: list[tuple[int, list[str]]] = [
     (7, ["dlbridge.hpp"]),
     (8, ["python/"]),
 ]
-
-# Deprecated path -> the header it forwards to (removed in the next release).
-FORWARDERS: dict[str, str] = {
-    "nanobind.hpp": "python/nanobind.hpp",
-    "pybind11.hpp": "python/pybind11.hpp",
-    "tensor_arg.hpp": "python/tensor_arg.hpp",
-    "host_memory.hpp": "platform/host_memory.hpp",
-    "shared_memory.hpp": "platform/shared_memory.hpp",
-    "device_request.hpp": "backend/device_support.hpp",
-    "copy.hpp": "copy/copy.hpp",
-    "transfer.hpp": "copy/transfer.hpp",
-    "producer.hpp": "exchange/plan_export.hpp",
-    "consumer.hpp": "exchange/plan_import.hpp",
-    "carry_out.hpp": "exchange/carry_out.hpp",
-    "convert_plan.hpp": "exchange/plan_convert.hpp",
-}
 
 PYTHON_FOLDER = "python/"
 PYTHON_HEADER = re.compile(r"^\s*#\s*include\s*<(Python\.h|nanobind/[^>]*|pybind11/[^>]*)>", re.M)
@@ -88,10 +70,6 @@ def violations(root: pathlib.Path) -> list[str]:
             for match in PYTHON_HEADER.finditer(text):
                 problems.append(
                     f"{relative} includes <{match.group(1)}>: only {PYTHON_FOLDER} includes Python")
-        if relative in FORWARDERS:
-            if includes_of(root, relative) != [FORWARDERS[relative]] or "Deprecated include path" not in text:
-                problems.append(f"{relative} must be a deprecated forwarder to {FORWARDERS[relative]} alone")
-            continue
         floor = floor_of(relative)
         if floor is None:
             problems.append(f"{relative} has no floor: add it to FLOORS and CONTRIBUTING.md")
@@ -99,8 +77,6 @@ def violations(root: pathlib.Path) -> list[str]:
         for target in includes_of(root, relative):
             if not (base / target).is_file():
                 problems.append(f"{relative} includes {target}, which does not exist")
-            elif target in FORWARDERS:
-                problems.append(f"{relative} includes the deprecated path {target}")
             elif (floor_of(target) or 0) > floor:
                 problems.append(f"{relative} (floor {floor}) includes {target} (floor {floor_of(target)})")
     return problems
@@ -110,13 +86,11 @@ def test_every_header_keeps_its_floor():
     assert violations(INCLUDE) == []
 
 
-def test_every_floor_and_forwarder_names_a_header_that_exists():
+def test_every_floor_names_a_header_that_exists():
     present = set(headers(INCLUDE))
     for _, entries in FLOORS:
         for entry in entries:
             assert entry in present or any(h.startswith(entry) for h in present if entry.endswith("/")), entry
-    for old, new in FORWARDERS.items():
-        assert old in present and new in present, (old, new)
 
 
 def test_contributing_states_the_same_floors():
@@ -125,26 +99,6 @@ def test_contributing_states_the_same_floors():
     for floor, cell in re.findall(r"^\| (\d+) \| ([^|]+) \|", text, re.M):
         stated[int(floor)] = re.findall(r"`([^`]+)`", cell)
     assert stated == {floor: entries for floor, entries in FLOORS}
-
-
-# The one place outside include/ that includes the deprecated paths: the test
-# that they still work.
-DEPRECATED_PATHS_TEST = "tests/cpp/test_deprecated_paths.cpp"
-
-
-def test_nothing_of_ours_includes_a_deprecated_path():
-    users = []
-    for folder in ("src", "tests", "bench", "fuzz", "examples"):
-        for path in (ROOT / folder).rglob("*"):
-            relative = path.relative_to(ROOT).as_posix()
-            if path.suffix not in {".cpp", ".hpp", ".h", ".cc"} or relative == DEPRECATED_PATHS_TEST:
-                continue
-            for _, angled in OUR_INCLUDE.findall(path.read_text(encoding="utf-8", errors="replace")):
-                if angled and angled.removeprefix("dlbridge/") in FORWARDERS:
-                    users.append(f"{relative}: <{angled}>")
-    assert users == []
-    tested = set(re.findall(r"#include <dlbridge/([^>]+)>", (ROOT / DEPRECATED_PATHS_TEST).read_text()))
-    assert tested == set(FORWARDERS) - {"nanobind.hpp", "pybind11.hpp"}
 
 
 def plant(tmp_path: pathlib.Path, relative: str, line: str) -> pathlib.Path:
@@ -178,6 +132,8 @@ def test_a_header_without_a_floor_is_found(tmp_path):
     assert violations(root) == ["misc/stray.hpp has no floor: add it to FLOORS and CONTRIBUTING.md"]
 
 
-def test_a_core_header_on_a_deprecated_path_is_found(tmp_path):
+
+def test_an_include_of_a_removed_path_is_found(tmp_path):
     root = plant(tmp_path, "exchange/carry_out.hpp", '#include "../copy.hpp"')
-    assert violations(root) == ["exchange/carry_out.hpp includes the deprecated path copy.hpp"]
+    assert violations(root) == ["exchange/carry_out.hpp includes copy.hpp, which does not exist"]
+
