@@ -18,7 +18,7 @@ INCLUDE = ROOT / "include"
 # Bottom to top. An entry ending in "/" is a folder (with its subfolders);
 # any other entry is one header. Paths are relative to include/dlbridge/.
 FLOORS: list[tuple[int, list[str]]] = [
-    (1, ["abi.hpp", "version.hpp", "error.hpp"]),
+    (1, ["abi.hpp", "version.hpp", "error.hpp", "compiler.hpp"]),
     (2, ["platform/"]),
     (3, ["dtype.hpp", "device.hpp", "layout.hpp", "tensor_view.hpp", "managed_tensor.hpp",
          "export.hpp", "allocate.hpp", "buffer_view.hpp", "dlpack_compat.hpp",
@@ -29,6 +29,14 @@ FLOORS: list[tuple[int, list[str]]] = [
     (7, ["dlbridge.hpp"]),
     (8, ["python/"]),
 ]
+
+# The tensor model, which compiles on any C++17 compiler: every header of
+# floors 1 and 3 but those that allocate host memory through platform/.
+# tests/cpp/portable_headers.cpp includes exactly these, and scripts/test
+# compiles it with the GNU and POSIX macros undefined.
+PORTABLE_EXCEPT = {"allocate.hpp", "exchange_api.hpp"}
+NOT_PORTABLE = ("platform/", "backend/")
+PORTABLE_HEADERS_TEST = "tests/cpp/portable_headers.cpp"
 
 PYTHON_FOLDER = "python/"
 PYTHON_HEADER = re.compile(r"^\s*#\s*include\s*<(Python\.h|nanobind/[^>]*|pybind11/[^>]*)>", re.M)
@@ -137,3 +145,39 @@ def test_an_include_of_a_removed_path_is_found(tmp_path):
     root = plant(tmp_path, "exchange/carry_out.hpp", '#include "../copy.hpp"')
     assert violations(root) == ["exchange/carry_out.hpp includes copy.hpp, which does not exist"]
 
+
+def portable(root: pathlib.Path) -> list[str]:
+    """The headers of floors 1 and 3 that must compile on any C++17 compiler."""
+    return [h for h in headers(root) if floor_of(h) in (1, 3) and h not in PORTABLE_EXCEPT]
+
+
+def reached(root: pathlib.Path, relative: str) -> set[str]:
+    """Every dlbridge header that `relative` includes, directly or not."""
+    seen: set[str] = set()
+    todo = [relative]
+    while todo:
+        for target in includes_of(root, todo.pop()):
+            if target not in seen and (root / "dlbridge" / target).is_file():
+                seen.add(target)
+                todo.append(target)
+    return seen
+
+
+def portability_violations(root: pathlib.Path) -> list[str]:
+    return [f"{h} reaches {t}, which only POSIX with GCC or Clang compiles"
+            for h in portable(root) for t in sorted(reached(root, h)) if t.startswith(NOT_PORTABLE)]
+
+
+def test_the_tensor_model_reaches_neither_platform_nor_backend():
+    assert portability_violations(INCLUDE) == []
+
+
+def test_the_portable_check_compiles_exactly_the_tensor_model():
+    text = (ROOT / PORTABLE_HEADERS_TEST).read_text(encoding="utf-8")
+    assert sorted(re.findall(r"#include <dlbridge/([^>]+)>", text)) == portable(INCLUDE)
+
+
+def test_a_tensor_model_header_reaching_platform_is_found(tmp_path):
+    root = plant(tmp_path, "compiler.hpp", '#include "platform/platform.hpp"')
+    found = portability_violations(root)
+    assert "compiler.hpp reaches platform/platform.hpp, which only POSIX with GCC or Clang compiles" in found
