@@ -181,3 +181,43 @@ def test_a_tensor_model_header_reaching_platform_is_found(tmp_path):
     root = plant(tmp_path, "compiler.hpp", '#include "platform/platform.hpp"')
     found = portability_violations(root)
     assert "compiler.hpp reaches platform/platform.hpp, which only POSIX with GCC or Clang compiles" in found
+
+
+# The satellites of the core in C++: sharing tensors across processes (POSIX shared memory, CUDA
+# IPC, pickles). No header of include/ reaches them, and of the extension's sources only
+# the sharing ones include them, besides the two seams named here (CONTRIBUTING.md, "The core
+# and its satellites").
+SATELLITE_HEADERS = ("platform/shared_memory.hpp", "backend/cuda_ipc.hpp")
+SATELLITE_SOURCES = ("src/python/pickling.hpp", "src/python/pickling.cpp", "src/python/shared_memory.cpp",
+                     "src/python/cuda_ipc.cpp")
+SATELLITE_SEAMS = {
+    "src/python/module.cpp": "pickling.hpp",  # adds the sharing methods to the module (bind_pickling)
+    "src/python/import.cpp": "pickling.hpp",  # dlbridge.empty(shared=True) (empty_shared)
+}
+SOURCE_INCLUDE = re.compile(r'^\s*#\s*include\s*(?:"([^"]+)"|<dlbridge/([^>]+)>)', re.M)
+
+
+def core_reaching_satellites(root: pathlib.Path) -> list[str]:
+    return [f"{h} reaches {t}" for h in headers(root) if h not in SATELLITE_HEADERS
+            for t in sorted(reached(root, h)) if t in SATELLITE_HEADERS]
+
+
+def test_no_core_header_reaches_a_satellite():
+    assert core_reaching_satellites(INCLUDE) == []
+
+
+def test_a_core_header_reaching_a_satellite_is_found(tmp_path):
+    root = plant(tmp_path, "exchange/plan.hpp", '#include "../platform/shared_memory.hpp"')
+    assert "exchange/plan.hpp reaches platform/shared_memory.hpp" in core_reaching_satellites(root)
+
+
+def test_core_extension_sources_include_no_satellite_but_the_seams():
+    found = {}
+    for path in sorted((ROOT / "src" / "python").rglob("*")):
+        relative = path.relative_to(ROOT).as_posix()
+        if path.suffix not in {".cpp", ".hpp"} or relative in SATELLITE_SOURCES:
+            continue
+        for quoted, angled in SOURCE_INCLUDE.findall(path.read_text(encoding="utf-8")):
+            if angled in SATELLITE_HEADERS or (quoted and f"src/python/{quoted}" in SATELLITE_SOURCES):
+                found[relative] = angled or quoted
+    assert found == SATELLITE_SEAMS
