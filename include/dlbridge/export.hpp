@@ -8,8 +8,8 @@
 #include <utility>
 
 #include "abi.hpp"
+#include "compiler.hpp"
 #include "managed_tensor.hpp"
-#include "platform/platform.hpp"
 #include "tensor_view.hpp"
 
 namespace dlbridge {

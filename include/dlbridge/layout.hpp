@@ -10,9 +10,9 @@
 #include <optional>
 #include <string>
 
+#include "compiler.hpp"
 #include "dtype.hpp"
 #include "error.hpp"
-#include "platform/platform.hpp"
 
 namespace dlbridge {
 
@@ -20,13 +20,6 @@ namespace dlbridge {
 inline constexpr int32_t max_ndim = 64;
 
 namespace detail {
-
-inline bool mul_overflows(int64_t a, int64_t b, int64_t& out) noexcept {
-  return platform::mul_overflow(a, b, out);
-}
-inline bool add_overflows(int64_t a, int64_t b, int64_t& out) noexcept {
-  return platform::add_overflow(a, b, out);
-}
 
 // Shape or strides of up to max_ndim dims, inline for the common small case
 // so that a view costs no allocation.
@@ -108,7 +101,7 @@ inline void compact_strides(int32_t ndim, const int64_t* shape, int64_t* out) {
     out[d] = step;
     // Once a product would overflow the tensor cannot exist anyway; the
     // element count check reports it, so saturate instead of wrapping.
-    if (shape[d] > 1 && detail::mul_overflows(step, shape[d], step))
+    if (shape[d] > 1 && detail::mul_overflow(step, shape[d], step))
       step = INT64_MAX;
   }
 }
@@ -120,7 +113,7 @@ inline std::optional<int64_t> element_count(int32_t ndim, const int64_t* shape) 
     if (shape[d] == 0) return 0;  // a zero dim wins over overflowing others
   int64_t count = 1;
   for (int32_t d = 0; d < ndim; ++d)
-    if (detail::mul_overflows(count, shape[d], count)) return std::nullopt;
+    if (detail::mul_overflow(count, shape[d], count)) return std::nullopt;
   return count;
 }
 
@@ -141,7 +134,7 @@ inline bool is_contiguous(int32_t ndim, const int64_t* shape, const int64_t* str
     const int32_t d = order == Order::c ? ndim - 1 - k : k;
     if (shape[d] == 1) continue;
     if (strides[d] != expected) return false;
-    if (detail::mul_overflows(expected, shape[d], expected)) return false;
+    if (detail::mul_overflow(expected, shape[d], expected)) return false;
   }
   return true;
 }
@@ -188,7 +181,7 @@ inline bool strides_fit(int32_t ndim, const int64_t* shape, const int64_t* strid
   int64_t expected = 1;
   for (int32_t i = n - 1; i >= 0; --i) {
     if (dims[i].stride != expected) return false;
-    if (detail::mul_overflows(expected, dims[i].extent, expected)) return false;
+    if (detail::mul_overflow(expected, dims[i].extent, expected)) return false;
   }
   return true;
 }
@@ -214,17 +207,17 @@ inline std::optional<ByteExtent> byte_extent(int32_t ndim, const int64_t* shape,
   for (int32_t d = 0; d < ndim; ++d) {
     if (shape[d] == 1) continue;
     int64_t reach = 0;
-    if (detail::mul_overflows(strides[d], shape[d] - 1, reach)) return std::nullopt;
+    if (detail::mul_overflow(strides[d], shape[d] - 1, reach)) return std::nullopt;
     int64_t& side = reach < 0 ? low : high;
-    if (detail::add_overflows(side, reach, side)) return std::nullopt;
+    if (detail::add_overflow(side, reach, side)) return std::nullopt;
   }
   const bool packed = dtype.is_subbyte() && !subbyte_padded;
   const int64_t unit = packed ? int64_t(dtype.element_bits())
                               : int64_t(dtype.element_bytes());
   int64_t lo = 0, hi = 0;
-  if (detail::mul_overflows(low, unit, lo) ||
-      detail::mul_overflows(high, unit, hi) ||
-      detail::add_overflows(hi, unit, hi))
+  if (detail::mul_overflow(low, unit, lo) ||
+      detail::mul_overflow(high, unit, hi) ||
+      detail::add_overflow(hi, unit, hi))
     return std::nullopt;
   if (packed) {
     // Bits to bytes, rounding low down and high up. Division first: adding
@@ -235,7 +228,7 @@ inline std::optional<ByteExtent> byte_extent(int32_t ndim, const int64_t* shape,
   // bytes() and address checks compute high - low and -low; a range that
   // wide cannot be addressed anyway.
   int64_t width = 0;
-  if (detail::platform::sub_overflow(hi, lo, width)) return std::nullopt;
+  if (detail::sub_overflow(hi, lo, width)) return std::nullopt;
   return ByteExtent{lo, hi};
 }
 
@@ -245,12 +238,12 @@ inline std::optional<int64_t> compact_nbytes(int64_t count, DType dtype,
                                              bool subbyte_padded) {
   int64_t out = 0;
   if (dtype.is_subbyte() && !subbyte_padded) {
-    if (detail::mul_overflows(count, int64_t(dtype.element_bits()), out) ||
-        detail::add_overflows(out, 7, out))
+    if (detail::mul_overflow(count, int64_t(dtype.element_bits()), out) ||
+        detail::add_overflow(out, int64_t(7), out))
       return std::nullopt;
     return out / 8;
   }
-  if (detail::mul_overflows(count, int64_t(dtype.element_bytes()), out))
+  if (detail::mul_overflow(count, int64_t(dtype.element_bytes()), out))
     return std::nullopt;
   return out;
 }

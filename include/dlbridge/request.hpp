@@ -38,10 +38,6 @@ struct ExchangeRequest {
   ImportPolicy require;
 };
 
-// Deprecated: the producer's name for ExchangeRequest from 0.1.0; removed in
-// 0.3.0.
-using ExportRequest [[deprecated("use dlbridge::ExchangeRequest")]] = ExchangeRequest;
-
 // Whether a consumer's request asks nothing of the result: no device, no
 // copy decision, no requirement. plan_import then takes any tensor as it
 // is (no copy, same device), so a hot path may skip planning.

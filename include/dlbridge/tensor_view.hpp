@@ -263,33 +263,33 @@ class TensorView {
       const int64_t extent = t.shape[d], step = t.strides[d];
       shape[d] = extent;
       strides[d] = step;
-      if (extent < 0 || detail::mul_overflows(count, extent, count)) return false;
+      if (extent < 0 || detail::mul_overflow(count, extent, count)) return false;
       if (extent > 1) {
         int64_t reach = 0;
-        if (detail::mul_overflows(step, extent - 1, reach)) return false;
+        if (detail::mul_overflow(step, extent - 1, reach)) return false;
         // Two plain branches, not a reference to low or high: a reference
         // keeps both in memory through the loop.
-        if (reach < 0 ? detail::add_overflows(low, reach, low)
-                      : detail::add_overflows(high, reach, high))
+        if (reach < 0 ? detail::add_overflow(low, reach, low)
+                      : detail::add_overflow(high, reach, high))
           return false;
       }
     }
     int64_t nbytes = 0;
-    if (detail::mul_overflows(count, unit, nbytes)) return false;
+    if (detail::mul_overflow(count, unit, nbytes)) return false;
     ByteExtent extent{};
     if (count != 0) {  // a size-0 tensor reads nothing: data may be anything
       if (t.data == nullptr) return false;
       int64_t width = 0;
-      if (detail::mul_overflows(low, unit, extent.low) ||
-          detail::mul_overflows(high, unit, extent.high) ||
-          detail::add_overflows(extent.high, unit, extent.high) ||
-          detail::platform::sub_overflow(extent.high, extent.low, width))
+      if (detail::mul_overflow(low, unit, extent.low) ||
+          detail::mul_overflow(high, unit, extent.high) ||
+          detail::add_overflow(extent.high, unit, extent.high) ||
+          detail::sub_overflow(extent.high, extent.low, width))
         return false;
       const uint64_t base = reinterpret_cast<uintptr_t>(t.data);
       uint64_t first = 0, last = 0;
-      if (detail::platform::add_overflow(base, t.byte_offset, first) ||
+      if (detail::add_overflow(base, t.byte_offset, first) ||
           (extent.low < 0 && first < uint64_t(-extent.low)) ||
-          detail::platform::add_overflow(first, uint64_t(extent.high), last))
+          detail::add_overflow(first, uint64_t(extent.high), last))
         return false;
     }
     data_ = t.data;
@@ -371,9 +371,9 @@ class TensorView {
     // Element 0 and both ends of the touched range must be real addresses.
     const uint64_t base = reinterpret_cast<uintptr_t>(data_);
     uint64_t first = 0, high = 0;
-    if (detail::platform::add_overflow(base, byte_offset_, first) ||
+    if (detail::add_overflow(base, byte_offset_, first) ||
         (extent_.low < 0 && first < uint64_t(-extent_.low)) ||
-        detail::platform::add_overflow(first, uint64_t(extent_.high), high))
+        detail::add_overflow(first, uint64_t(extent_.high), high))
       malformed("data + byte_offset + strides wrap around the address space.");
   }
 

@@ -6,8 +6,8 @@
 // registry, trust policy, library rules, refusals and error classes -- with
 // one difference it takes as a parameter: a producer's struct is held as it
 // came, to be validated in place once by the caster, where from_dlpack
-// adopts it into a Tensor's storage (the ~450 instructions of that storage
-// and a second validation would make a caster cost 1.5x nb::ndarray;
+// adopts it into a Tensor's storage (that storage and a second validation
+// would make a caster cost clearly more than nb::ndarray's;
 // bench/callgrind.py). Raw capsules are looked at without being consumed
 // until the caster commits.
 #include <cstring>

@@ -31,8 +31,8 @@ PyObject* dlpack_name() {
 
 // What x.__dlpack__ finds, without the lookup, or an invalid handle: the
 // function or C method in x's type, to be called with x first. That lookup
-// (the MRO cache, the instance check, binding) is ~140 of an import's ~1,900
-// instructions. Taken only where it is exactly what the lookup would find:
+// (the MRO cache, the instance check, binding) is a visible part of an
+// import. Taken only where it is exactly what the lookup would find:
 // the generic attribute lookup, no instance dict to shadow it, a plain
 // method. With the GIL the answer is kept per type with the version tag it
 // was read at (which any change to the type or a base replaces), as a

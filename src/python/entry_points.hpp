@@ -2,8 +2,8 @@
 // convert and plan_convert (convert.cpp), Tensor.__dlpack__ (tensor.cpp).
 // They are written against the C API instead of nanobind because they are
 // the calls users make per tensor, and nanobind's overload dispatch with
-// keyword-only defaults and its instance bookkeeping cost ~75 ns a call, a
-// third of numpy.from_dlpack's whole time (bench/bench_exchange.py,
+// keyword-only defaults and its instance bookkeeping cost a large part of
+// numpy.from_dlpack's whole time (bench/bench_exchange.py,
 // bench/callgrind.py). They only parse arguments and call the same C++ as
 // every other binding.
 #pragma once

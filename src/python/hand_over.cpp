@@ -2,8 +2,7 @@
 // library's DLPack C exchange API (managed_tensor_to_py_object_no_sync).
 // Why: torch.from_dlpack is Python that probes keywords and asks
 // __dlpack_device__ and __dlpack__ before its C++ runs; the table entry is
-// that C++ alone (convert(numpy, torch): 15,100 instructions through
-// torch.from_dlpack, bench/callgrind.py).
+// that C++ alone (bench/callgrind.py compares the two).
 #include "bindings.hpp"
 #include "hand_over.hpp"
 

@@ -60,7 +60,7 @@ const char* buffer_format(DType t) {
 // 0, which describes the same memory.
 Py_ssize_t byte_stride(const TensorView& v, int32_t d) {
   int64_t bytes = 0;
-  if (detail::platform::mul_overflow(v.stride(d), int64_t(v.dtype().element_bytes()), bytes) ||
+  if (detail::mul_overflow(v.stride(d), int64_t(v.dtype().element_bytes()), bytes) ||
       bytes < PY_SSIZE_T_MIN || bytes > PY_SSIZE_T_MAX)
     return 0;
   return Py_ssize_t(bytes);

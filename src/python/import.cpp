@@ -35,8 +35,8 @@ Tensor finish_import(Tensor t, const ExchangeRequest& request, bool copied_by_pr
 // recurse in C until the stack ran out. The guards form one list through the
 // stack frames of the imports under way in every thread, each marked with
 // its thread, under the state lock: a thread_local list would cost a call on
-// each access in a dlopen'ed module (~17 instructions, three per import;
-// bench/callgrind.py). A guard may leave the list out of order (another
+// each access in a dlopen'ed module, three per import (bench/callgrind.py).
+// A guard may leave the list out of order (another
 // thread's import can begin while a producer's Python code runs), so the
 // list is doubly linked.
 class ImportingGuard {
@@ -169,7 +169,7 @@ PyObject* from_dlpack_entry(PyObject*, PyObject* const* args, Py_ssize_t nargsf,
     if (kwnames != nullptr) match_keywords("from_dlpack", names, 2, args + 1, kwnames, values);
     // Filled only where given: a std::optional returned and copied is
     // stored a byte at a time and read back whole, a store-forwarding stall
-    // (~7 ns of an import, perf) that the common call need not pay.
+    // that the common call need not pay.
     ExchangeRequest request;
     if (values[0] != Py_None) request.device = dl_device_from_python(values[0]);
     if (values[1] != Py_None) request.copy = copy_from_python(values[1]);

@@ -12,8 +12,8 @@
 namespace dlbridge::python {
 
 // How much of the DLPack keyword protocol a producer type accepts, learnt
-// from its first call: probing by TypeError on every call would cost
-// microseconds each time (dlpack_protocol.cpp).
+// from its first call: probing by TypeError on every call would raise and
+// catch an exception each time (dlpack_protocol.cpp).
 enum class ProtocolLevel : uint8_t { unknown, max_version_only, no_keywords };
 
 // Whose C++-side rules apply to a producer type (src/python/libraries/).

@@ -112,8 +112,8 @@ inline const char* utf8(PyObject* text) noexcept { return PyUnicode_AsUTF8AndSiz
 // is entered directly: PyObject_Vectorcall would add the dispatch through its
 // vectorcall slot, a recursion check (the calls it makes check their own) and
 // the check of its result, which is done here too. convert's hand-over to
-// an importer is this call plus ~25 ns, and entering directly takes a few of
-// them (bench/bench_convert.py).
+// an importer is little more than this call, so what the dispatch adds is a
+// visible part of it (bench/bench_convert.py).
 inline PyObject* call_one_arg(PyObject* callable, PyObject* arg) noexcept {
 #ifdef Py_LIMITED_API
   return PyObject_CallFunctionObjArgs(callable, arg, nullptr);
@@ -155,17 +155,6 @@ inline PyObject* call_one_arg(PyObject* callable, PyObject* arg) noexcept {
 #endif
 }
 
-// The type's version tag, which changes whenever the type is modified; 0 means
-// "unknown", and every cache keyed on it is then bypassed. The limited API has
-// no access to it, so the abi3 build looks types up each time.
-inline unsigned int type_version_tag([[maybe_unused]] PyTypeObject* type) noexcept {
-#ifdef Py_LIMITED_API
-  return 0;
-#else
-  return type->tp_version_tag;
-#endif
-}
-
 // The dict's version (PEP 509): a number no other state of any dict has had,
 // replaced on every change. 0 means "unknown": only the version-specific builds
 // for Python 3.10 and 3.11 can read it (3.12 deprecates the field and the
@@ -175,33 +164,6 @@ inline uint64_t dict_version([[maybe_unused]] PyObject* dict) noexcept {
   return reinterpret_cast<PyDictObject*>(dict)->ma_version_tag;
 #else
   return 0;
-#endif
-}
-
-// The type's __mro__ (new reference), or NULL with no exception set.
-inline nanobind::object type_mro(PyTypeObject* type) {
-#ifdef Py_LIMITED_API
-  PyObject* mro = PyObject_GetAttrString(reinterpret_cast<PyObject*>(type), "__mro__");
-  if (mro == nullptr) PyErr_Clear();
-  return nanobind::steal(mro);
-#else
-  return nanobind::borrow(type->tp_mro);
-#endif
-}
-
-// tp_name in a version-specific build; __name__ (the same for classes defined
-// in Python, such as torch.Tensor) in the abi3 build.
-inline std::string type_name(PyTypeObject* type) {
-#ifdef Py_LIMITED_API
-  nanobind::object name = nanobind::steal(PyType_GetName(type));
-  const char* text = name.is_valid() ? utf8(name.ptr()) : nullptr;
-  if (text == nullptr) {
-    PyErr_Clear();
-    return std::string();
-  }
-  return text;
-#else
-  return type->tp_name;
 #endif
 }
 

@@ -16,7 +16,9 @@
 // dlbridge and take it again, or wait on another thread that waits for it),
 // and drop references to Python objects after unlocking. What a thread needs
 // of its own lives in thread_local storage instead (the storage pool, the
-// re-entry guard of imports, the hand-over's note of a freed struct).
+// hand-over's note of a freed struct); the re-entry guard of imports is one
+// list for every thread, under this lock, each entry marked with its thread
+// (import.cpp, ImportingGuard).
 #pragma once
 
 #include <nanobind/nanobind.h>

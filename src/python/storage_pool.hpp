@@ -1,6 +1,6 @@
 // A small per-thread free list for the one block that std::allocate_shared
 // makes for each imported tensor (the ManagedTensor and its counts). malloc
-// and free of that block cost about 150 instructions of an import's ~2350
+// and free of that block are a measurable part of an import
 // (bench/callgrind.py); a pooled block is reused without either.
 #pragma once
 
@@ -19,7 +19,7 @@ class StoragePoolAllocator {
   StoragePoolAllocator(const StoragePoolAllocator<U>&) noexcept {}
 
   T* allocate(std::size_t n) {
-    List& list = free_list;  // one thread_local lookup per call: each costs ~20 instructions
+    List& list = free_list;  // one thread_local lookup per call: each is a call in a dlopen'ed module
     if (n == 1 && list.head != nullptr) {
       Node* node = list.head;
       list.head = node->next;

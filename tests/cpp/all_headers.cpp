@@ -3,8 +3,7 @@
 // (-Wall -Wextra -Wpedantic -Werror) when Clang is installed. Left out:
 // dlpack_compat.hpp (needs the official <dlpack/dlpack.h>) and the python/
 // headers that need Python (nanobind.hpp, pybind11.hpp, caster.hpp,
-// bridge.hpp, caster_api.hpp). The deprecated include paths are compiled by
-// test_deprecated_paths.
+// bridge.hpp, caster_api.hpp).
 #include <dlbridge/dlbridge.hpp>
 
 #include <dlbridge/backend/cuda_ipc.hpp>

@@ -1,6 +1,6 @@
 // Device backends: the registry, the CPU backend, the CUDA backend on a
 // machine without CUDA (it must say why, not crash), and stream values.
-// plan_export's negotiation is in test_producer.cpp, copy_to_device in
+// plan_export's negotiation is in test_plan_export.cpp, copy_to_device in
 // test_transfer.cpp.
 #include <gtest/gtest.h>
 

@@ -4,8 +4,6 @@ CONTRIBUTING.md ("The layers") states the floors; FLOORS below states them
 again as data, and a test holds the two to each other. A header may include
 headers of its own floor or of a lower one, never of a higher one; only
 include/dlbridge/python/ includes Python (<Python.h>, nanobind, pybind11).
-The deprecated include paths kept for one release (FORWARDERS) are outside the
-floors: each includes exactly its new header and nothing else.
 """
 
 from __future__ import annotations
@@ -20,7 +18,7 @@ INCLUDE = ROOT / "include"
 # Bottom to top. An entry ending in "/" is a folder (with its subfolders);
 # any other entry is one header. Paths are relative to include/dlbridge/.
 FLOORS: list[tuple[int, list[str]]] = [
-    (1, ["abi.hpp", "version.hpp", "error.hpp"]),
+    (1, ["abi.hpp", "version.hpp", "error.hpp", "compiler.hpp"]),
     (2, ["platform/"]),
     (3, ["dtype.hpp", "device.hpp", "layout.hpp", "tensor_view.hpp", "managed_tensor.hpp",
          "export.hpp", "allocate.hpp", "buffer_view.hpp", "dlpack_compat.hpp",
@@ -32,21 +30,13 @@ FLOORS: list[tuple[int, list[str]]] = [
     (8, ["python/"]),
 ]
 
-# Deprecated path -> the header it forwards to (removed in the next release).
-FORWARDERS: dict[str, str] = {
-    "nanobind.hpp": "python/nanobind.hpp",
-    "pybind11.hpp": "python/pybind11.hpp",
-    "tensor_arg.hpp": "python/tensor_arg.hpp",
-    "host_memory.hpp": "platform/host_memory.hpp",
-    "shared_memory.hpp": "platform/shared_memory.hpp",
-    "device_request.hpp": "backend/device_support.hpp",
-    "copy.hpp": "copy/copy.hpp",
-    "transfer.hpp": "copy/transfer.hpp",
-    "producer.hpp": "exchange/plan_export.hpp",
-    "consumer.hpp": "exchange/plan_import.hpp",
-    "carry_out.hpp": "exchange/carry_out.hpp",
-    "convert_plan.hpp": "exchange/plan_convert.hpp",
-}
+# The tensor model, which compiles on any C++17 compiler: every header of
+# floors 1 and 3 but those that allocate host memory through platform/.
+# tests/cpp/portable_headers.cpp includes exactly these, and scripts/test
+# compiles it with the GNU and POSIX macros undefined.
+PORTABLE_EXCEPT = {"allocate.hpp", "exchange_api.hpp"}
+NOT_PORTABLE = ("platform/", "backend/")
+PORTABLE_HEADERS_TEST = "tests/cpp/portable_headers.cpp"
 
 PYTHON_FOLDER = "python/"
 PYTHON_HEADER = re.compile(r"^\s*#\s*include\s*<(Python\.h|nanobind/[^>]*|pybind11/[^>]*)>", re.M)
@@ -88,10 +78,6 @@ def violations(root: pathlib.Path) -> list[str]:
             for match in PYTHON_HEADER.finditer(text):
                 problems.append(
                     f"{relative} includes <{match.group(1)}>: only {PYTHON_FOLDER} includes Python")
-        if relative in FORWARDERS:
-            if includes_of(root, relative) != [FORWARDERS[relative]] or "Deprecated include path" not in text:
-                problems.append(f"{relative} must be a deprecated forwarder to {FORWARDERS[relative]} alone")
-            continue
         floor = floor_of(relative)
         if floor is None:
             problems.append(f"{relative} has no floor: add it to FLOORS and CONTRIBUTING.md")
@@ -99,8 +85,6 @@ def violations(root: pathlib.Path) -> list[str]:
         for target in includes_of(root, relative):
             if not (base / target).is_file():
                 problems.append(f"{relative} includes {target}, which does not exist")
-            elif target in FORWARDERS:
-                problems.append(f"{relative} includes the deprecated path {target}")
             elif (floor_of(target) or 0) > floor:
                 problems.append(f"{relative} (floor {floor}) includes {target} (floor {floor_of(target)})")
     return problems
@@ -110,13 +94,11 @@ def test_every_header_keeps_its_floor():
     assert violations(INCLUDE) == []
 
 
-def test_every_floor_and_forwarder_names_a_header_that_exists():
+def test_every_floor_names_a_header_that_exists():
     present = set(headers(INCLUDE))
     for _, entries in FLOORS:
         for entry in entries:
             assert entry in present or any(h.startswith(entry) for h in present if entry.endswith("/")), entry
-    for old, new in FORWARDERS.items():
-        assert old in present and new in present, (old, new)
 
 
 def test_contributing_states_the_same_floors():
@@ -125,26 +107,6 @@ def test_contributing_states_the_same_floors():
     for floor, cell in re.findall(r"^\| (\d+) \| ([^|]+) \|", text, re.M):
         stated[int(floor)] = re.findall(r"`([^`]+)`", cell)
     assert stated == {floor: entries for floor, entries in FLOORS}
-
-
-# The one place outside include/ that includes the deprecated paths: the test
-# that they still work.
-DEPRECATED_PATHS_TEST = "tests/cpp/test_deprecated_paths.cpp"
-
-
-def test_nothing_of_ours_includes_a_deprecated_path():
-    users = []
-    for folder in ("src", "tests", "bench", "fuzz", "examples"):
-        for path in (ROOT / folder).rglob("*"):
-            relative = path.relative_to(ROOT).as_posix()
-            if path.suffix not in {".cpp", ".hpp", ".h", ".cc"} or relative == DEPRECATED_PATHS_TEST:
-                continue
-            for _, angled in OUR_INCLUDE.findall(path.read_text(encoding="utf-8", errors="replace")):
-                if angled and angled.removeprefix("dlbridge/") in FORWARDERS:
-                    users.append(f"{relative}: <{angled}>")
-    assert users == []
-    tested = set(re.findall(r"#include <dlbridge/([^>]+)>", (ROOT / DEPRECATED_PATHS_TEST).read_text()))
-    assert tested == set(FORWARDERS) - {"nanobind.hpp", "pybind11.hpp"}
 
 
 def plant(tmp_path: pathlib.Path, relative: str, line: str) -> pathlib.Path:
@@ -178,6 +140,84 @@ def test_a_header_without_a_floor_is_found(tmp_path):
     assert violations(root) == ["misc/stray.hpp has no floor: add it to FLOORS and CONTRIBUTING.md"]
 
 
-def test_a_core_header_on_a_deprecated_path_is_found(tmp_path):
+
+def test_an_include_of_a_removed_path_is_found(tmp_path):
     root = plant(tmp_path, "exchange/carry_out.hpp", '#include "../copy.hpp"')
-    assert violations(root) == ["exchange/carry_out.hpp includes the deprecated path copy.hpp"]
+    assert violations(root) == ["exchange/carry_out.hpp includes copy.hpp, which does not exist"]
+
+
+def portable(root: pathlib.Path) -> list[str]:
+    """The headers of floors 1 and 3 that must compile on any C++17 compiler."""
+    return [h for h in headers(root) if floor_of(h) in (1, 3) and h not in PORTABLE_EXCEPT]
+
+
+def reached(root: pathlib.Path, relative: str) -> set[str]:
+    """Every dlbridge header that `relative` includes, directly or not."""
+    seen: set[str] = set()
+    todo = [relative]
+    while todo:
+        for target in includes_of(root, todo.pop()):
+            if target not in seen and (root / "dlbridge" / target).is_file():
+                seen.add(target)
+                todo.append(target)
+    return seen
+
+
+def portability_violations(root: pathlib.Path) -> list[str]:
+    return [f"{h} reaches {t}, which only POSIX with GCC or Clang compiles"
+            for h in portable(root) for t in sorted(reached(root, h)) if t.startswith(NOT_PORTABLE)]
+
+
+def test_the_tensor_model_reaches_neither_platform_nor_backend():
+    assert portability_violations(INCLUDE) == []
+
+
+def test_the_portable_check_compiles_exactly_the_tensor_model():
+    text = (ROOT / PORTABLE_HEADERS_TEST).read_text(encoding="utf-8")
+    assert sorted(re.findall(r"#include <dlbridge/([^>]+)>", text)) == portable(INCLUDE)
+
+
+def test_a_tensor_model_header_reaching_platform_is_found(tmp_path):
+    root = plant(tmp_path, "compiler.hpp", '#include "platform/platform.hpp"')
+    found = portability_violations(root)
+    assert "compiler.hpp reaches platform/platform.hpp, which only POSIX with GCC or Clang compiles" in found
+
+
+# The satellites of the core in C++: sharing tensors across processes (POSIX shared memory, CUDA
+# IPC, pickles). No header of include/ reaches them, and of the extension's sources only
+# the sharing ones include them, besides the two seams named here (CONTRIBUTING.md, "The core
+# and its satellites").
+SATELLITE_HEADERS = ("platform/shared_memory.hpp", "backend/cuda_ipc.hpp")
+SATELLITE_SOURCES = ("src/python/pickling.hpp", "src/python/pickling.cpp", "src/python/shared_memory.cpp",
+                     "src/python/cuda_ipc.cpp")
+SATELLITE_SEAMS = {
+    "src/python/module.cpp": "pickling.hpp",  # adds the sharing methods to the module (bind_pickling)
+    "src/python/import.cpp": "pickling.hpp",  # dlbridge.empty(shared=True) (empty_shared)
+}
+SOURCE_INCLUDE = re.compile(r'^\s*#\s*include\s*(?:"([^"]+)"|<dlbridge/([^>]+)>)', re.M)
+
+
+def core_reaching_satellites(root: pathlib.Path) -> list[str]:
+    return [f"{h} reaches {t}" for h in headers(root) if h not in SATELLITE_HEADERS
+            for t in sorted(reached(root, h)) if t in SATELLITE_HEADERS]
+
+
+def test_no_core_header_reaches_a_satellite():
+    assert core_reaching_satellites(INCLUDE) == []
+
+
+def test_a_core_header_reaching_a_satellite_is_found(tmp_path):
+    root = plant(tmp_path, "exchange/plan.hpp", '#include "../platform/shared_memory.hpp"')
+    assert "exchange/plan.hpp reaches platform/shared_memory.hpp" in core_reaching_satellites(root)
+
+
+def test_core_extension_sources_include_no_satellite_but_the_seams():
+    found = {}
+    for path in sorted((ROOT / "src" / "python").rglob("*")):
+        relative = path.relative_to(ROOT).as_posix()
+        if path.suffix not in {".cpp", ".hpp"} or relative in SATELLITE_SOURCES:
+            continue
+        for quoted, angled in SOURCE_INCLUDE.findall(path.read_text(encoding="utf-8")):
+            if angled in SATELLITE_HEADERS or (quoted and f"src/python/{quoted}" in SATELLITE_SOURCES):
+                found[relative] = angled or quoted
+    assert found == SATELLITE_SEAMS

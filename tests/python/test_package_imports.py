@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import ast
 import pathlib
+import subprocess
+import sys
 
 import dlbridge
 
@@ -88,3 +90,55 @@ def test_library_modules_import_nothing_of_dlbridge_but_their_own_package():
     for name, imports in graph.items():
         if name.startswith("dlbridge.libraries"):
             assert all(i.startswith("dlbridge.libraries") for i in imports), (name, imports)
+
+
+# The core and its satellites (CONTRIBUTING.md, "The core and its satellites"). The core is what
+# `import dlbridge` and `convert` need; a satellite is built on the core's public API and may be
+# left out without the core noticing: sharing across processes (pickles), the tools (doctor,
+# explain and its catalogue, check, the pytest plugin, the command line). Every module of the
+# package is one or the other, so a new module has to say which.
+CORE = ("dlbridge", "dlbridge._paths", "dlbridge.convert", "dlbridge.errors", "dlbridge.libraries")
+SATELLITES = (
+    "dlbridge._pickle",  # sharing: the reconstructors pickles name
+    "dlbridge.doctor", "dlbridge.explain", "dlbridge.catalogue", "dlbridge.check",
+    "dlbridge.check_consumer", "dlbridge.conformance_items", "dlbridge.conformance_setup",
+    "dlbridge.testing", "dlbridge.cli", "dlbridge.__main__", "dlbridge._errors_stub",
+)
+# The one import of a satellite the core makes: the package re-exports dlbridge.explain()
+# (shared/api.md), and the function shares its name with its module, which a lazy import would
+# replace on the package once the command line loads that module.
+CORE_IMPORTS_OF_SATELLITES = {("dlbridge", "dlbridge.explain")}
+
+
+def part_of(name: str, parts: tuple[str, ...]) -> bool:
+    return any(name == p or (p != "dlbridge" and name.startswith(p + ".")) for p in parts)
+
+
+def satellite_imports(graph: dict[str, set[str]]) -> set[tuple[str, str]]:
+    return {(name, target) for name, imports in graph.items() if part_of(name, CORE)
+            for target in imports if part_of(target, SATELLITES)}
+
+
+def test_every_module_is_core_or_satellite():
+    for name in import_graph():
+        assert part_of(name, CORE) != part_of(name, SATELLITES), name
+
+
+def test_the_core_imports_no_satellite():
+    assert satellite_imports(import_graph()) == CORE_IMPORTS_OF_SATELLITES
+
+
+def test_a_core_module_importing_a_satellite_is_found():
+    graph = import_graph()
+    graph["dlbridge.convert"] = graph["dlbridge.convert"] | {"dlbridge.doctor"}
+    assert ("dlbridge.convert", "dlbridge.doctor") in satellite_imports(graph)
+
+
+def test_importing_dlbridge_loads_no_satellite_but_explain():
+    code = ("import sys, dlbridge; print('\\n'.join(m for m in sys.modules if m.startswith('dlbridge')))")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                            timeout=120).stdout.split()
+    assert "dlbridge.convert" in loaded
+    assert sorted(m for m in loaded if part_of(m, SATELLITES)) == ["dlbridge.catalogue",
+                                                                  "dlbridge.catalogue.linear",
+                                                                  "dlbridge.explain"]

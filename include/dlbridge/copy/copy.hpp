@@ -107,8 +107,8 @@ inline bool same_elements(const TensorView& a, const TensorView& b) noexcept {
 // check of check_copy_args holds then (a compact dst writes each element to
 // its own address), so none is skipped; false sends the caller to the
 // general path, which raises or handles the rest. Why a separate path: the
-// general checks and plan cost ~300 instructions, as much as the memcpy of
-// 4 KiB itself, so through them alone a 4 KiB copy runs at ~0.7x memcpy
+// general checks and plan cost as much as the memcpy of a few KiB itself,
+// so through them alone a small copy runs well below memcpy's speed
 // (bench/copy_bench).
 inline bool copy_compact_pair(const TensorView& src, const TensorView& dst,
                               const CopyOptions& options) {
@@ -177,7 +177,7 @@ inline void copy_checked(const TensorView& src, const TensorView& dst,
 
 // copy_into for every pair copy_compact_pair does not take: a function of
 // its own, kept out of line, so that the common case does not pay for its
-// frame (~40 instructions a call).
+// frame on every call.
 DLBRIDGE_NOINLINE inline void copy_into_general(const TensorView& src, const TensorView& dst,
                               const CopyOptions& options) {
   check_copy_args(src, dst);

@@ -31,10 +31,6 @@ struct ExchangePlan {
   std::shared_ptr<backend::DeviceBackend> to, from;
 };
 
-// Deprecated: the producer's name for ExchangePlan from 0.1.0; removed in
-// 0.3.0.
-using ExportPlan [[deprecated("use dlbridge::ExchangePlan")]] = ExchangePlan;
-
 // The host-alias rule: memory the host reads directly (pinned, managed or
 // plain host memory) reaches a request for the CPU as it is, relabelled
 // kDLCPU:0, never copied. plan_export, plan_import and plan_convert apply it.

@@ -1,31 +1,24 @@
-// What the core asks of the operating system and the compiler, in one place:
-// loading a shared library (the CUDA runtime), listing a directory (where
-// pip puts that runtime), advising huge pages, overflow-checked integer
-// arithmetic, and which vector sets the CPU runs. dlbridge supports POSIX
-// systems with GCC or Clang (README.md, "Supported platforms"); anything
-// else stops here, at compile time, rather than deep inside a header.
+// What the core asks of the operating system and of GCC or Clang, in one
+// place: loading a shared library (the CUDA runtime), listing a directory
+// (where pip puts that runtime), advising huge pages, and which vector sets
+// the CPU runs. dlbridge's backends and copy engine support POSIX systems
+// with GCC or Clang (README.md, "Supported platforms"); anything else stops
+// here, at compile time, rather than deep inside a header. The tensor model
+// below them (dtypes, devices, layouts, views, managed tensors) does not
+// include this header and compiles on any C++17 compiler (../compiler.hpp).
 #pragma once
 
 #if !defined(__unix__) && !defined(__APPLE__)
 #error "dlbridge needs a POSIX system (Linux; macOS untested): see README.md, Supported platforms."
 #endif
 #if !defined(__GNUC__)
-#error "dlbridge needs GCC or Clang (it uses their overflow builtins): see README.md."
+#error "dlbridge's backends and copy engine need GCC or Clang (vector-set attributes): see README.md."
 #endif
 
 #include <dirent.h>
 #include <dlfcn.h>
 
-// Keeps a function out of its callers, so that the common case beside it
-// stays small (copy_into's general path; a caster's message-building
-// failure path, which is also marked cold).
-#define DLBRIDGE_NOINLINE __attribute__((noinline))
-#define DLBRIDGE_COLD_PATH __attribute__((noinline, cold))
-// Groups a function with the other hot ones (.text.hot), so that its place
-// in the binary, and with it its speed, does not depend on unrelated code:
-// code layout alone moves a small call such as numpy.from_dlpack(tensor) by
-// ~4% when the copy kernels beside it grow.
-#define DLBRIDGE_HOT __attribute__((hot))
+#include "../compiler.hpp"
 
 // Kernels for a wider vector set than the build's are compiled for it alone
 // and chosen at run time, so that one build runs on every x86-64 CPU.
@@ -117,20 +110,6 @@ inline void advise_huge_pages(void* data, size_t size) noexcept {
   (void)data;
   (void)size;
 #endif
-}
-
-// a op b into out; true when the exact result does not fit (out wraps).
-template <typename T>
-bool add_overflow(T a, T b, T& out) noexcept {
-  return __builtin_add_overflow(a, b, &out);
-}
-template <typename T>
-bool sub_overflow(T a, T b, T& out) noexcept {
-  return __builtin_sub_overflow(a, b, &out);
-}
-template <typename T>
-bool mul_overflow(T a, T b, T& out) noexcept {
-  return __builtin_mul_overflow(a, b, &out);
 }
 
 }  // namespace dlbridge::detail::platform

@@ -2,7 +2,7 @@
 
 What doctor knows of each library is in its module of ``dlbridge.libraries`` (``peer()``:
 how to make its array from a NumPy array, its own from_dlpack, how to read back a data
-pointer, values and writability; ``cannot_make``; import costs and ordering). This
+pointer, values and writability; ``cannot_make``; import ordering). This
 module adds dlbridge itself and finds which are installed. Libraries that are not
 installed are simply absent; nothing here imports them at module level.
 """
@@ -18,18 +18,6 @@ from ..libraries._spec import NotApplicable  # noqa: F401  (the doctor's name fo
 
 # The order doctor lists them in; only importable ones are used.
 KNOWN = (*_libraries.LIBRARIES, "dlbridge")
-
-
-def import_seconds(name: str) -> float:
-    """What importing the library costs (cold, on the 2-core test machine), including the
-    libraries that must be imported before it."""
-    if name == "dlbridge":
-        return 0.2
-    seconds = _libraries.fact(name, "IMPORT_SECONDS", 1.0)
-    for other, module in _libraries.LIBRARIES.items():
-        if name in getattr(module, "CRASHES_WHEN_IMPORTED_AFTER", ()):
-            seconds += getattr(module, "IMPORT_SECONDS", 1.0)
-    return seconds
 
 
 def direct_aborts(consumer: str) -> tuple[str, ...]:

@@ -11,7 +11,7 @@ version (``requirements/libs.txt``):
   ``dlbridge check``;
 - ``peer()`` (``_spec.Peer``) and ``cannot_make(array)``: how ``dlbridge doctor`` makes and
   reads its arrays;
-- facts about importing it: ``IMPORT_SECONDS``, ``CRASHES_WHEN_IMPORTED_AFTER``,
+- facts about importing it: ``CRASHES_WHEN_IMPORTED_AFTER``,
   ``DIRECT_ABORTS`` (the doctor's cases that kill a process when handed to it directly),
   ``LEGACY_EXPORT_WRITABLE`` (its legacy capsules carry writable memory).
 

@@ -21,7 +21,6 @@ from ._spec import CPU, INT32_MAX, NotApplicable, NotObservable, Peer, Target, e
 NAME = "arrow"
 RANK = 9
 MODULE = "pyarrow"
-IMPORT_SECONDS = 0.2
 DIRECT_ABORTS = ("size-0", "0-d")
 
 _NUMERIC = frozenset(["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",

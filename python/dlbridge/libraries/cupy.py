@@ -8,7 +8,6 @@ from ._spec import CUDA, CUDA_HOST, CUDA_MANAGED, STANDARD_DTYPES, Target
 NAME = "cupy"
 RANK = 4
 MODULE = "cupy"
-IMPORT_SECONDS = 1.0
 
 TARGET = Target("cupy", read_only="ignored", strides="nonnegative",
                 devices=frozenset({CUDA, CUDA_HOST, CUDA_MANAGED}), dtypes=STANDARD_DTYPES | {"bfloat16"},

@@ -12,7 +12,6 @@ NAME = "jax"
 RANK = 3
 MODULE = "jax"
 CONSUMER = "jax.dlpack:from_dlpack"
-IMPORT_SECONDS = 0.7
 
 TARGET = Target(
     "jax.numpy", read_only="immutable", strides="permuted_compact", devices=frozenset({CPU, CUDA, ROCM}),

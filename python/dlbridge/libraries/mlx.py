@@ -13,7 +13,6 @@ from ._spec import CPU, INT32_MAX, STANDARD_DTYPES, EntryTakes, NotApplicable, N
 NAME = "mlx"
 RANK = 7
 MODULE = "mlx.core"
-IMPORT_SECONDS = 0.1
 
 _MLX_NAMES = {"bool": "bool_"}
 _NARROWED = frozenset({"float64", "complex128"})

@@ -11,7 +11,6 @@ NAME = "numpy"
 RANK = 1
 MODULE = "numpy"
 CONSUMER = "numpy:from_dlpack"
-IMPORT_SECONDS = 0.1  # cold import on the 2-core test machine (the doctor orders its work by it)
 
 # The DLPack names ml_dtypes (0.5+) defines NumPy dtypes for, under the same names.
 ML_DTYPES = FLOAT8 | {

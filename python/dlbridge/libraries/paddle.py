@@ -10,7 +10,6 @@ from ._spec import CPU, CUDA, STANDARD_DTYPES, NotApplicable, NotObservable, Pee
 NAME = "paddle"
 RANK = 5
 MODULE = "paddle"
-IMPORT_SECONDS = 3.2
 # Measured with paddlepaddle 3.3.1 and tensorflow-cpu 2.21.0: SIGSEGV while importing paddle
 # in a process that has imported tensorflow; the other order works.
 CRASHES_WHEN_IMPORTED_AFTER = ("tensorflow",)

@@ -9,7 +9,6 @@ from ._spec import CPU, CUDA, STANDARD_DTYPES, NotApplicable, NotObservable, Pee
 NAME = "tensorflow"
 RANK = 6
 MODULE = "tensorflow"
-IMPORT_SECONDS = 4.8
 
 TARGET = Target(
     "tensorflow", "experimental.dlpack.from_dlpack", read_only="ignored", strides="row_major",

@@ -13,7 +13,6 @@ NAME = "torch"
 RANK = 2
 MODULE = "torch"
 CONSUMER = "torch:from_dlpack"
-IMPORT_SECONDS = 2.2
 # The doctor's cases whose direct hand-over kills the consumer's process.
 DIRECT_ABORTS = ("negative",)
 

@@ -11,7 +11,6 @@ from ._spec import CPU, CUDA, STANDARD_DTYPES, NotApplicable, NotObservable, Pee
 NAME = "warp"
 RANK = 10
 MODULE = "warp"
-IMPORT_SECONDS = 0.6
 # What Warp's own export leaves unsaid: its legacy capsules carry writable memory.
 LEGACY_EXPORT_WRITABLE = True
 

@@ -23,7 +23,7 @@ bool attribute_truth(nb::handle x, const char* name) { return truth(x.attr(name)
 // The names asked on every import of a torch tensor, interned once. A name
 // made from C text is decoded and hashed on each lookup, and misses the
 // type's attribute cache (which takes interned names only), so each lookup
-// walks torch.Tensor's MRO: ~3,000 of an import's ~6,600 instructions
+// walks torch.Tensor's MRO, a large part of an import's cost
 // (bench/callgrind.py --only torch).
 struct LazyStateNames {
   PyObject* requires_grad = interned("requires_grad");

@@ -49,8 +49,8 @@ void strided_row(char* dst, const char* src, int64_t n, int64_t dst_step,
 // least 16 elements so register blocks fill it) by tile_rows along i.
 // Chosen by a sweep on 4096x4096 and 1000x1000 transposes of 1- to 8-byte
 // elements: with power-of-two strides every src row of a tile maps to the
-// same L1 set, so taller tiles (64 rows) thrash and lose up to 2x, while
-// wider ones (256-1024 bytes) gain nothing.
+// same L1 set, so taller tiles (64 rows) thrash and lose, while wider ones
+// (256-1024 bytes) gain nothing.
 constexpr int64_t tile_side(int64_t elem) noexcept {
   return std::max<int64_t>(16, 64 / elem);
 }
@@ -220,8 +220,9 @@ DLBRIDGE_TARGET_AVX512 inline void lane_rounds_avx512(__m512i (&x)[N], __m512i (
 // whole dst lines out, streamed. A line is read by one load and written by
 // one store, so no line has to stay cached between blocks (their rows, a
 // power of two apart, would share one L1 set) and no L1 buffer is needed.
-// Measured on a 4096x4096 transpose: 4-byte 6.4 -> 10.8 GB/s, 8-byte 6.2 ->
-// 11-13.8 GB/s, against memcpy's 11-12.5 on that run.
+// On a large transpose of 4- and 8-byte elements this comes close to a
+// memcpy of the same bytes, well ahead of the SSE line tiles
+// (bench/copy_bench).
 template <int E>
 DLBRIDGE_TARGET_AVX512 inline void line_block_avx512(char* dst, const char* src,
                                                      int64_t dj, int64_t si) noexcept {
@@ -298,9 +299,8 @@ DLBRIDGE_TARGET_AVX512BW inline void line_block_avx512bw(char* dst, const char* 
 
 // Whole-line blocks over [0, fj) x [0, fi), in groups of 2 KiB of src row
 // by 64 src rows: strips of N rows inside a group, each read front to
-// back. Measured on 4096 x 4096 transposes (fair memcpy floor, interleaved,
-// medians of 9, loaded machine): 8-byte 0.47x -> 0.78x of memcpy, 4-byte
-// 0.52x -> 0.64x, against strips across whole rows; 4 KiB groups or 32 rows
+// back. Measured on large transposes of 4- and 8-byte elements, this was
+// clearly faster than strips across whole rows; 4 KiB groups or 32 rows
 // came between, larger groups and rows inner lost. A group's dst lines
 // then get their neighbours soon after, not a whole strip later.
 constexpr int64_t block_group_bytes = 2048, block_group_rows = 64;
@@ -331,9 +331,9 @@ DLBRIDGE_TARGET_AVX512BW void line_blocks_avx512bw(char* dst, const char* src, i
 // Line tiles over [0, fj) x [0, fi), in groups of 4 KiB of src row by
 // `rows` src rows: a group reads each of its rows front to back (tiles along
 // j inner), which the hardware prefetcher follows, and its pages (one per
-// src row, one per dst row reached) stay in the TLB. Measured on 4096x4096
-// transposes against tiles along i inner in 128 x 128 groups: 1-byte 3.9 ->
-// 4.4, 2-byte 3.0 -> 4.1, 4-byte 6.5 -> 8.2, 8-byte 4.3 -> 6.2 GB/s.
+// src row, one per dst row reached) stay in the TLB. Measured on large
+// transposes, faster for every element size than tiles along i inner in
+// 128 x 128 groups (bench/copy_bench).
 template <int E>
 void line_tiles_sse(char* dst, const char* src, int64_t fj, int64_t fi, int64_t dj,
                     int64_t si) noexcept {
@@ -395,8 +395,8 @@ void blocked_sse(char* dst, const char* src, int64_t nj, int64_t ni, int64_t dj,
 
 // Rows into a compact destination whose source is the reverse (step -E) or
 // every other element (step 2E), in 16-byte vectors: a reversed array or an
-// a[..., ::2] slice, which element by element ran at NumPy's speed (~13 GB/s
-// in cache, bench_copy_numpy.py) and in vectors approaches a memcpy's. Every
+// a[..., ::2] slice, which element by element ran no faster than NumPy's own
+// loop (bench_copy_numpy.py) and in vectors approaches a memcpy. Every
 // load stays within the bytes of elements the row reads (its first and last
 // included), so no byte past the source's reach is touched.
 template <int E>

@@ -1,8 +1,8 @@
 // Splitting one copy across threads. Threads are started per call rather
 // than kept in a pool: a header-only library has no good place to own a pool
 // (fork, unload and static destruction order would all be its problem), and
-// the copies that get threads are large enough that starting one (~20-50 us)
-// is a few percent of their run time (see bench/copy_bench.cpp).
+// the copies that get threads are large enough that starting one is a small
+// part of their run time (see bench/copy_bench.cpp).
 #pragma once
 
 #include <algorithm>

@@ -104,9 +104,9 @@ inline void merge_dims(CopyDims& dims) {
     const CopyDim outer = dims.dim[d];
     int64_t src_span = 0, dst_span = 0, size = 0;
     const bool mergeable =
-        !platform::mul_overflow(inner.src, inner.size, src_span) &&
-        !platform::mul_overflow(inner.dst, inner.size, dst_span) &&
-        !platform::mul_overflow(inner.size, outer.size, size) &&
+        !mul_overflow(inner.src, inner.size, src_span) &&
+        !mul_overflow(inner.dst, inner.size, dst_span) &&
+        !mul_overflow(inner.size, outer.size, size) &&
         outer.src == src_span && outer.dst == dst_span;
     if (mergeable) {
       inner.size = size;
