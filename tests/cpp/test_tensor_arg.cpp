@@ -53,7 +53,7 @@ TEST(TensorArg, AWritableArgumentRefusesACopyTheImportMade) {
   EXPECT_NO_THROW(dlbridge::TensorArg<req::dtype<float>>{copied}) << "a function that only reads takes it";
   EXPECT_EQ(refusal<dlbridge::TensorArg<req::writable>>(
                 floats(data, {6}, {}, DLBRIDGE_FLAG_IS_COPIED | DLBRIDGE_FLAG_READ_ONLY)),
-            ErrorCode::read_only);
+            ErrorCode::copy_required) << "a copy first, as from_dlpack(x, copy=False) refuses it";
 }
 
 TEST(TensorArg, WithoutADtypeTheDataIsUntyped) {

@@ -85,18 +85,20 @@ struct ArgRequirements {
                    "Move it there first (e.g. dlbridge.from_dlpack(x, device=...)).");
     // The two requirements a caller most often misses get a fix that fits a
     // function argument.
+    // A copy first, as from_dlpack(x, copy=False) refuses it (read-only or not).
+    if (policy.require_writable && (view.flags() & DLBRIDGE_FLAG_IS_COPIED) != 0)
+      detail::fail(ErrorCode::copy_required,
+                   "This function writes to its argument, and the tensor reaches it only as a copy "
+                   "that its import had to make (a torch tensor with its negative or conjugate bit "
+                   "set, Arrow booleans or chunks, a producer's IS_COPIED export): the writes would "
+                   "be lost.",
+                   "Pass a tensor whose memory holds its values, and use it afterwards (PyTorch: "
+                   "x = x.resolve_neg().resolve_conj()).");
     if (policy.require_writable && view.readonly())
       detail::fail(ErrorCode::read_only,
                    "This function writes to its argument, and the tensor is read-only.",
                    "Pass a writable copy (NumPy: x.copy(); dlbridge: "
                    "dlbridge.from_dlpack(x, copy=True)).");
-    if (policy.require_writable && !owns_writable_memory(view))
-      detail::fail(ErrorCode::copy_required,
-                   "This function writes to its argument, and the tensor reaches it only as a copy "
-                   "(its memory does not hold what it means, e.g. a torch tensor with its negative "
-                   "or conjugate bit set): the writes would be lost.",
-                   "Pass a tensor whose memory holds its values, and use it afterwards (PyTorch: "
-                   "x = x.resolve_neg().resolve_conj()).");
     if (policy.require_c_contiguous && !view.is_c_contiguous())
       detail::fail(ErrorCode::unsupported_layout,
                    "This function takes C-contiguous tensors; got strides " +
