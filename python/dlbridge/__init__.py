@@ -21,7 +21,7 @@ from . import _core, errors as _errors
 # The extension raises the package's classes for coded C++ errors; it never imports the package.
 _core._register_error_classes(_errors.ERROR_CLASSES, _errors.DLPackError)
 
-from ._paths import get_cmake_dir, get_include, get_pkgconfig_dir  # noqa: F401  (C++ extension authors)
+from ._paths import get_cmake_dir, get_include, get_pkgconfig_dir  # for C++ extension authors
 from .convert import convert, plan_convert
 from ._core import ConversionPlan
 from . import libraries as _libraries
@@ -54,4 +54,5 @@ __all__ = [
     "inspect_capsule", "to_dlpack", "ConsumedCapsuleError", "CopyRequiredError", "DeviceUnavailableError",
     "DLPackError", "InvalidTensorError", "LayoutError", "ProducerError", "ReadOnlyError", "StreamError",
     "UnsupportedDeviceError", "UnsupportedDTypeError", "VersionError",
+    "get_cmake_dir", "get_include", "get_pkgconfig_dir",
 ]

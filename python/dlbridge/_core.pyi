@@ -294,7 +294,7 @@ class ConversionPlan:
 
 def convert(x: object, to: object, /, *, device: DeviceLike | None = None, copy: bool | None = None) -> Any:
     """
-    Hand x to `to` (a library name of dlbridge.libraries.TARGETS, "dlbridge", or a module or callable with from_dlpack) with the least work the target accepts: x itself when it is already the target's array, zero-copy where nothing can be written through the result into memory that must not change, otherwise exactly one copy (copy=None); copy=True always hands over one private, writable copy; copy=False never copies and refuses with a coded error. dlbridge.plan_convert(x, to) says what convert would do and why.
+    Hand x to `to` (a library name of dlbridge.libraries.TARGETS, "dlbridge", or a module or callable with from_dlpack) with the least work the target accepts: x itself when it is already the target's array, zero-copy where nothing can be written through the result into memory that must not change, otherwise exactly one copy (copy=None); copy=True always hands over one private, writable copy; copy=False never copies and refuses with a coded error. A torch tensor that requires grad is handed over as its detached, read-only view (no warning; docs/convert.md). dlbridge.plan_convert(x, to) says what convert would do and why.
     """
 
 def plan_convert(x: object, to: object, /, *, device: DeviceLike | None = None, copy: bool | None = None) -> ConversionPlan:

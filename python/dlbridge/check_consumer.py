@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import os
 import subprocess
 import sys
 import textwrap
@@ -268,6 +269,8 @@ def _offset_view(consume):
 
 _NEGATIVE_CHILD = textwrap.dedent("""
     import sys
+    from dlbridge._parent_death import end_with_parent
+    end_with_parent(int(sys.argv[2]))
     import numpy as np
     import dlbridge
     from dlbridge.libraries._lookup import lookup
@@ -291,7 +294,7 @@ def _last_words(stderr: str) -> str:
 
 @rule("C4.negative_strides", "negative strides import with the right values or are refused with BufferError (no crash)")
 def _negative_strides(consume, spec: str):
-    proc = subprocess.run([sys.executable, "-c", _NEGATIVE_CHILD, spec], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-c", _NEGATIVE_CHILD, spec, str(os.getpid())], capture_output=True, text=True,
                           timeout=120)
     out = proc.stdout.strip()
     if proc.returncode != 0:

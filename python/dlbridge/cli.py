@@ -32,6 +32,36 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
+# The flags that build systems ask for (like ``python -m nanobind --cmake_dir``): the path helpers
+# of dlbridge._paths, which find the files without importing the extension.
+PATH_FLAGS = {"--includedir": ("get_include", "the C++ include directory, for -I"),
+              "--cmake-dir": ("get_cmake_dir", "the directory of dlbridgeConfig.cmake, for -Ddlbridge_DIR=..."),
+              "--pkgconfig-dir": ("get_pkgconfig_dir", "the directory of dlbridge.pc, for PKG_CONFIG_PATH")}
+
+
+def print_path(flag: str) -> int:
+    from . import _paths
+
+    try:
+        print(getattr(_paths, PATH_FLAGS[flag][0])())
+    except FileNotFoundError as e:
+        print(f"dlbridge: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+class _PathAction(argparse.Action):
+    """A path flag: prints the path and exits, before any subcommand is asked for."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        status = print_path(option_string)
+        sys.stdout.flush()
+        parser.exit(status)
+
+
 def _doctor(args) -> int:
     from .doctor import main as doctor_main
 
@@ -47,7 +77,12 @@ def _check(args) -> int:
 def _explain(args) -> int:
     from .explain import main as explain_main
 
-    return explain_main(args.text, as_json=args.json)
+    return explain_main(args.text, as_json=args.json, short=args.brief)
+
+
+# The longest deadline a step may be given: one week. Every wait the doctor makes goes to the
+# operating system, which takes nothing near float's range (threading.TIMEOUT_MAX is finite).
+MAX_SECONDS = 7 * 24 * 3600.0
 
 
 def _positive_seconds(text: str) -> float:
@@ -57,12 +92,16 @@ def _positive_seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be more than 0 seconds: {text!r}")
+    if not value <= MAX_SECONDS:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_SECONDS:g} seconds (one week): {text!r}")
     return value
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dlbridge", description="DLPack interop: see, verify and fix exchanges.")
     parser.add_argument("--version", action=_VersionAction, help="print the dlbridge and DLPack versions and exit")
+    for flag, (_, what) in PATH_FLAGS.items():
+        parser.add_argument(flag, action=_PathAction, help=f"print {what}, and exit")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("version", help="print the dlbridge and DLPack versions")
@@ -97,7 +136,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("explain", help="cause and fix of a DLPack error: a code, or any library's message")
     p.add_argument("text", help="an error code such as read_only, a pasted message or traceback, or - for stdin")
-    p.add_argument("--json", action="store_true", help="print the matching catalogue records as JSON")
+    form = p.add_mutually_exclusive_group()
+    form.add_argument("--json", action="store_true", help="print the matching catalogue records as JSON")
+    form.add_argument("--brief", action="store_true",
+                      help="one line per match: what it is, the fix to try first, and its entry")
     p.set_defaults(run=_explain)
     return parser
 

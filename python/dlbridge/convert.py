@@ -50,11 +50,16 @@ def _described(to) -> tuple[str, Target | None, Callable[..., Any] | None]:
             if target.prepare is not None:
                 target.prepare()
             return to, target, None
+        unknown = ValueError(f"unknown conversion target {to!r}; use one of {', '.join(target_names())}, "
+                             "or pass a module or callable that has from_dlpack")
+        # Only a dotted module name is looked up: importlib answers "" and ".x" with its own
+        # ValueError and TypeError, which say nothing about convert.
+        if not all(part.isidentifier() for part in to.split(".")):
+            raise unknown
         try:
             module = importlib.import_module(to)
         except ImportError:
-            raise ValueError(f"unknown conversion target {to!r}; use one of {', '.join(target_names())}, "
-                             "or pass a module or callable that has from_dlpack") from None
+            raise unknown from None
         return _described_object(module)
     return _described_object(to)
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import re
 import sys
-import textwrap
 
 from . import catalogue
 from .catalogue import LIBRARY_NAMES, Record
@@ -53,42 +52,14 @@ def related(found: list[Record]) -> list[Record]:
     return out
 
 
-def _indent(text: str, prefix: str = "    ") -> str:
-    return textwrap.indent(text, prefix)
-
-
 def render(record: Record) -> str:
-    """One record as the terminal shows it."""
-    f = record.fields
-    if record.library == "dlbridge":
-        head = f"dlbridge error `{record.code}` ({f['errorClass']})"
-    else:
-        versions = ", ".join(f["libraryVersions"]) or "read from its source, not run here"
-        silent = "no exception: "
-        if f["errorClass"].startswith(silent):  # a crash or a wrong result: nothing was raised
-            head = f"{LIBRARY_NAMES[record.library]} ({versions}), {f['errorClass'][len(silent):]}: {record.id}"
-        else:
-            head = f"{LIBRARY_NAMES[record.library]} ({versions}) raised {f['errorClass']}: {record.id}"
-    lines = [head, f"  pattern: {record.pattern}", "  why:"]
-    lines += [f"    - {t}" for t in f["triggerScenarios"]]
-    lines.append("  common situations:")
-    lines += [f"    - {t}" for t in f["commonSituations"]]
-    lines.append("  fix, in order:")
-    lines += [f"    {i}. {s}" for i, s in enumerate(f["solutions"], 1)]
-    if record.library != "dlbridge":
-        if f["dlbridgeCall"]:
-            lines.append(f"  with dlbridge: {f['dlbridgeCall']}")
-        own = record.dlbridge_record
-        if own is not None:
-            lines.append(f"  dlbridge's code for the same situation: {own.code}")
-    fix = f["exampleFix"]
-    setup = fix["setup"] + "\n" if fix["setup"] else ""
-    lines += ["  before:", _indent(setup + fix["before"]), "  after:", _indent(setup + fix["after"])]
-    lines += [f"  handling: {f['handlingStrategy']}", _indent(f["tryCatchPattern"])]
-    lines.append("  prevention:")
-    lines += [f"    - {t}" for t in f["preventionTips"]]
-    lines.append(f"  entry: {record.link}")
-    return "\n".join(lines) + "\n"
+    """One record as the terminal shows it: ``str(record)``."""
+    return str(record)
+
+
+def brief(record: Record) -> str:
+    """One record in one line: ``record.brief()``."""
+    return record.brief()
 
 
 def report(text: str) -> tuple[dict, int]:
@@ -107,8 +78,12 @@ def _quoted(text: str, limit: int = 60) -> str:
     return repr(text) if len(text) <= limit else f"{text[:limit]!r}... ({len(text):,} characters)"
 
 
-def _print_text(data: dict, out, err, code: str | None) -> None:
+def _print_text(data: dict, out, err, code: str | None, short: bool = False) -> None:
     by_id = catalogue.by_id()
+    if data["recognised"] and short:
+        for fields in data["matches"]:
+            out.write(by_id[fields["id"]].brief() + "\n")
+        return
     if data["recognised"]:
         for fields in data["matches"]:
             out.write(render(by_id[fields["id"]]) + "\n")
@@ -138,7 +113,8 @@ def _read_tail(stream, limit: int) -> tuple[str, int]:
     return tail[-limit:], total
 
 
-def main(text: str, as_json: bool = False, out=None, err=None, stdin=None) -> int:
+def main(text: str, as_json: bool = False, out=None, err=None, stdin=None, short: bool = False) -> int:
+    """The command: every match in full, or one line each (``short``, ``--brief``), or JSON."""
     out, err = out or sys.stdout, err or sys.stderr
     whole = True
     if text == "-":
@@ -151,5 +127,5 @@ def main(text: str, as_json: bool = False, out=None, err=None, stdin=None) -> in
         out.write("\n")
     else:
         # The end of a longer text is never taken for a code, however it looks.
-        _print_text(data, out, err, code=text if whole and _IDENTIFIER.match(text) else None)
+        _print_text(data, out, err, code=text if whole and _IDENTIFIER.match(text) else None, short=short)
     return status

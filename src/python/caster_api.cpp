@@ -76,7 +76,9 @@ std::optional<std::pair<abi::DLTensor, uint64_t>> look_at_capsule(PyObject* caps
   } catch (const Error&) {
     return std::nullopt;
   }
-  return std::make_pair(tensor, flags);
+  // A capsule passed as it is is the exchange itself: its IS_COPIED speaks of how the caller
+  // got it, as from_dlpack(capsule, copy=False) reads it, and asks a writable argument nothing.
+  return std::make_pair(tensor, flags & ~DLBRIDGE_FLAG_IS_COPIED);
 }
 
 // object read as dlbridge.from_dlpack(object) reads it, or

@@ -677,7 +677,8 @@ PyMethodDef convert_def = {
     "already the target's array, zero-copy where nothing can be written through the result into "
     "memory that must not change, otherwise exactly one copy (copy=None); copy=True always hands "
     "over one private, writable copy; copy=False never copies and refuses with a coded error. "
-    "dlbridge.plan_convert(x, to) says what convert would do and why."};
+    "A torch tensor that requires grad is handed over as its detached, read-only view (no "
+    "warning; docs/convert.md). dlbridge.plan_convert(x, to) says what convert would do and why."};
 
 // What plan_convert returns: the plan in words.
 struct PlanSummary {

@@ -130,7 +130,10 @@ Tensor import_producer(nb::handle x, ProducerType& known, const ExchangeRequest&
       const torch::LazyState lazy = torch::resolve_lazy_state(x, request);
       if (lazy.replacement.is_valid()) {
         Tensor t = import_object(lazy.replacement, ExchangeRequest{});
-        if (lazy.read_only) t = t.with_view(t.view().with_flags(t.view().flags() | DLBRIDGE_FLAG_READ_ONLY));
+        // What the resolve made is a copy, and says so (a writable caster argument refuses it).
+        const uint64_t marks = (lazy.read_only ? DLBRIDGE_FLAG_READ_ONLY : 0) |
+                               (lazy.copied ? DLBRIDGE_FLAG_IS_COPIED : 0);
+        if (marks != 0) t = t.with_view(t.view().with_flags(t.view().flags() | marks));
         return finish_import(std::move(t), request, lazy.copied);
       }
     }
@@ -140,7 +143,10 @@ Tensor import_producer(nb::handle x, ProducerType& known, const ExchangeRequest&
     // A caller that keeps the producer's struct asks nothing of the import.
     if (keep == Keep::producer_struct || asks_nothing(request)) {
       if (keep == Keep::producer_struct && taken.readable_in_place()) {
-        held->flags = stated_writable ? 0 : imported_flags(taken.is_versioned(), taken.flags());
+        // A copy the producer made stays marked: a writable caster argument refuses it.
+        held->flags = stated_writable ? 0
+                                      : imported_flags(taken.is_versioned(), taken.flags()) |
+                                            (taken.flags() & DLBRIDGE_FLAG_IS_COPIED);
         held->taken = std::move(taken);
         return Tensor();
       }

@@ -3,6 +3,7 @@
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -199,8 +200,24 @@ std::optional<Device> dl_device_from_python(nb::handle value) {
   return device_from_python(value);
 }
 
+namespace {
+
+// numpy.bool_ is NumPy's bool (what `a[i] > 0` and `np.all` return), so it is taken as one;
+// its type is named "numpy.bool" from NumPy 2 on and "numpy.bool_" before.
+bool is_numpy_bool(nb::handle value) {
+  const char* name = Py_TYPE(value.ptr())->tp_name;
+  return std::strcmp(name, "numpy.bool") == 0 || std::strcmp(name, "numpy.bool_") == 0;
+}
+
+}  // namespace
+
 std::optional<bool> copy_from_python(nb::handle value) {
   if (value.is_none()) return std::nullopt;
+  if (is_numpy_bool(value)) {
+    const int truth = PyObject_IsTrue(value.ptr());
+    if (truth < 0) throw nb::python_error();
+    return truth == 1;
+  }
   if (!PyBool_Check(value.ptr()))
     bad_argument(std::string("copy must be True, False or None, got ") +
                  nb::inst_name(value).c_str() + ".");

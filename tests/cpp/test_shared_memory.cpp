@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -344,6 +345,53 @@ TEST(SharedSegmentPrograms, WithinOneProgramTheHoldPassesWithoutBeingWithdrawn) 
   EXPECT_EQ(program.held[name], 1) << "registered once, never withdrawn in between";
   parent.reset();
   EXPECT_EQ(program.held[name], 0);
+  EXPECT_FALSE(name_exists(name));
+}
+
+TEST(SharedSegmentPrograms, AProgramThatLetGoGivesItsEntryBackSoAChainOfProgramsIsAllRegistered) {
+  // A segment handed along a chain of programs, never more than two holding it:
+  // each program's entry comes back when it lets go (or settles), so the 50th
+  // still has one, and its hold is registered where its service can see it.
+  std::vector<std::unique_ptr<FakeTracker>> programs;
+  programs.push_back(std::make_unique<FakeTracker>(1));
+  auto held = SharedSegment::create(16, programs.back().get());
+  const std::string name = held->name();
+  for (uint64_t key = 2; key <= 50; ++key) {
+    const uint64_t ticket = held->issue_ticket();
+    FakeTracker& previous = *programs.back();
+    if (key % 2 == 1) held.reset();  // every other one lets go with the ticket in flight
+    programs.push_back(std::make_unique<FakeTracker>(key));
+    auto next = SharedSegment::open(name, ticket, programs.back().get());
+    held.reset();
+    SharedSegment::settle(name, previous);  // what every program does as it exits
+    EXPECT_FALSE(previous.holds(name)) << "program " << key - 1;
+    ASSERT_TRUE(programs.back()->holds(name)) << "program " << key << " has no entry";
+    EXPECT_EQ(next->program_references(), 1) << "program " << key;
+    held = std::move(next);
+  }
+  held.reset();
+  EXPECT_FALSE(name_exists(name));
+}
+
+TEST(SharedSegmentPrograms, SixteenProgramsHoldASegmentAtOnceAndTheSeventeenthIsCountedInTheTotal) {
+  std::vector<std::unique_ptr<FakeTracker>> programs;
+  std::vector<std::shared_ptr<SharedSegment>> holds;
+  programs.push_back(std::make_unique<FakeTracker>(100));
+  holds.push_back(SharedSegment::create(16, programs.back().get()));
+  const std::string name = holds.back()->name();
+  for (uint64_t key = 101; key < 117; ++key) {
+    programs.push_back(std::make_unique<FakeTracker>(key));
+    holds.push_back(SharedSegment::open(name, holds.front()->issue_ticket(), programs.back().get()));
+  }
+  for (size_t i = 0; i < 16; ++i) EXPECT_TRUE(programs[i]->holds(name)) << i;
+  EXPECT_FALSE(programs[16]->holds(name)) << "a 17th program at once has no entry";
+  EXPECT_EQ(holds[16]->program_references(), -1);
+  holds[3].reset();  // one program lets go: its entry is free for the next
+  EXPECT_EQ(holds[16]->program_references(), -1) << "a mapping made without an entry stays without";
+  programs.push_back(std::make_unique<FakeTracker>(200));
+  holds.push_back(SharedSegment::open(name, holds.front()->issue_ticket(), programs.back().get()));
+  EXPECT_TRUE(programs.back()->holds(name));
+  holds.clear();
   EXPECT_FALSE(name_exists(name));
 }
 

@@ -40,6 +40,20 @@ TEST(TensorArg, AcceptsAViewThatMeetsEveryRequirement) {
   EXPECT_EQ(arg->size(), 6);
   const dlbridge::TensorView& view = arg;
   EXPECT_EQ(view.shape(1), 3);
+  EXPECT_EQ(&*arg, &arg.view()) << "*x and x.view() are the one checked view";
+  EXPECT_EQ((*arg).data(), data.data());
+}
+
+TEST(TensorArg, AWritableArgumentRefusesACopyTheImportMade) {
+  // A copy (a torch tensor's resolved negation, a producer's IS_COPIED export) would take the
+  // function's writes and drop them: only memory the caller's object holds is writable here.
+  std::vector<float> data(6);
+  const auto copied = floats(data, {6}, {}, DLBRIDGE_FLAG_IS_COPIED);
+  EXPECT_EQ(refusal<dlbridge::TensorArg<req::writable>>(copied), ErrorCode::copy_required);
+  EXPECT_NO_THROW(dlbridge::TensorArg<req::dtype<float>>{copied}) << "a function that only reads takes it";
+  EXPECT_EQ(refusal<dlbridge::TensorArg<req::writable>>(
+                floats(data, {6}, {}, DLBRIDGE_FLAG_IS_COPIED | DLBRIDGE_FLAG_READ_ONLY)),
+            ErrorCode::copy_required) << "a copy first, as from_dlpack(x, copy=False) refuses it";
 }
 
 TEST(TensorArg, WithoutADtypeTheDataIsUntyped) {

@@ -288,3 +288,17 @@ def test_an_owned_tensor_keeps_what_the_view_showed(m):
     assert m.owned_snapshot(a) == m.snapshot(a) == m.snapshot(dlbridge.from_dlpack(a))
     legacy = Producer(shape=[2], dtype=(2, 32, 1), versioned=False)
     assert m.owned_snapshot(legacy).startswith("float32 (2) cpu ro")
+
+
+def test_a_writable_argument_refuses_what_reaches_it_only_as_a_copy(m):
+    # torch's lazy negation or conjugation is resolved into a copy; a function that writes
+    # would write into that copy and the caller's tensor would stay as it was, silently.
+    torch = pytest.importorskip("torch")
+    for lazy in (torch._neg_view(torch.ones(4)), torch.conj(torch.ones(2, dtype=torch.complex64))):
+        with pytest.raises(dlbridge.CopyRequiredError) as refused:
+            m.writable(lazy)
+        assert refused.value.code == "copy_required"
+        assert "writes would be lost" in str(refused.value)
+        m.snapshot(lazy)  # a function that only reads gets the resolved values
+    plain = torch.ones(4)
+    assert m.writable(plain) == m.view(plain)

@@ -318,6 +318,28 @@ def test_a_caster_gives_from_dlpacks_answer(m, case):
 
 
 
+def writable_outcome(read, make):
+    """"accepted", or the class of the refusal, of a read that must give writable memory."""
+    try:
+        result = read(make())
+    except BaseException as e:  # the outcome compared, whatever it is
+        return type(e).__name__, getattr(e, "code", None)
+    if isinstance(result, dlbridge.Tensor) and result.readonly:
+        return "ReadOnlyError", "read_only"
+    return "accepted"
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_a_writable_argument_is_met_only_where_from_dlpack_without_a_copy_is_writable(m, case):
+    # A writable argument is memory the caller's object holds: whatever from_dlpack(x,
+    # copy=False) refuses (a torch tensor's lazily resolved negation, which only a copy can
+    # hold) or gives read-only, the writable caster refuses with the same class.
+    make = CASES[case]
+    answer(dlbridge.from_dlpack, make)
+    direct = writable_outcome(lambda x: dlbridge.from_dlpack(x, copy=False), make)
+    assert writable_outcome(m.writable, make) == direct
+
+
 def test_every_case_of_test_hostile_is_compared():
     ids = [case for case, _ in hostile_cases()]
     assert len(ids) >= 40 and all(f"hostile-{i}-capsule" in CASES for i in ids)

@@ -46,6 +46,26 @@ def test_scales_torch_in_place(example):
     assert t.tolist() == [0.0, 0.5, 1.0, 1.5]
 
 
+def test_scale_refuses_a_lazily_negated_torch_tensor_instead_of_scaling_a_hidden_copy(example):
+    # torch._neg_view(x)'s memory holds x's values; only a copy holds the negation, and scale
+    # returned normally after scaling that copy, the caller's tensor unchanged.
+    torch = pytest.importorskip("torch")
+    lazy = torch._neg_view(torch.ones(4))
+    with pytest.raises(dlbridge.CopyRequiredError) as refused:
+        example.scale(lazy, 2.0)
+    assert refused.value.code == "copy_required"
+    assert lazy.tolist() == [-1.0] * 4
+
+
+def test_scale_refuses_a_jax_array(example):
+    # docs/cpp-extensions.md: a JAX array arrives read-only, and scale never writes into it.
+    jnp = pytest.importorskip("jax.numpy")
+    x = jnp.arange(3, dtype=jnp.float32)
+    with pytest.raises(dlbridge.ReadOnlyError):
+        example.scale(x, 2.0)
+    np.testing.assert_array_equal(np.asarray(x), [0.0, 1.0, 2.0])
+
+
 def test_scaled_takes_a_jax_array_and_returns_a_dlpack_tensor(example):
     jnp = pytest.importorskip("jax.numpy")
     x = jnp.arange(3, dtype=jnp.float32)

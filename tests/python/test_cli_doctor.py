@@ -4,6 +4,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 
 def run(*args, env=None, timeout=300):
     return subprocess.run([sys.executable, "-m", "dlbridge", "doctor", *args], capture_output=True, text=True,
@@ -45,6 +47,15 @@ def test_an_unknown_library_is_a_usage_error():
 def test_bad_timeout_is_a_usage_error():
     out = run("--timeout", "0")
     assert out.returncode == 2 and "must be more than 0 seconds" in out.stderr
+
+
+@pytest.mark.parametrize("seconds", ["1e10", "inf", "Infinity", "1e309"])
+def test_a_timeout_beyond_what_a_wait_can_take_is_a_usage_error_not_a_traceback(seconds):
+    # It reached threading's wait as an OverflowError: a traceback and exit status 1, which the
+    # doctor's help reserves for "dlbridge fails somewhere".
+    out = run("--timeout", seconds)
+    assert out.returncode == 2, out.stderr
+    assert "must be at most 604800 seconds" in out.stderr and "Traceback" not in out.stderr
 
 
 def test_a_library_whose_import_hangs_is_reported_and_the_doctor_finishes(tmp_path):

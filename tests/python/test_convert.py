@@ -273,6 +273,16 @@ def test_targets_by_module_and_by_callable():
 def test_bad_targets():
     with pytest.raises(ValueError, match="unknown conversion target"):
         convert_fn(np.arange(3.0), "no_such_library_xyz")
+
+
+@pytest.mark.parametrize("name", ["", " ", ".", ".numpy", "numpy.", "a..b", "numpy torch", "../x", "1abc"])
+def test_a_target_name_that_is_no_module_name_is_an_unknown_target(name):
+    # importlib answered "" with its own bare "Empty module name" and ".numpy" with a TypeError.
+    with pytest.raises(ValueError, match="unknown conversion target") as refused:
+        convert_fn(np.arange(3.0), name)
+    assert "Empty module name" not in str(refused.value)
+    with pytest.raises(ValueError, match="unknown conversion target"):
+        dlbridge.plan_convert(np.arange(3.0), name)
     with pytest.raises(TypeError):
         convert_fn(np.arange(3.0), 42)
 

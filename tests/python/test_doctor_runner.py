@@ -182,3 +182,84 @@ def test_the_words_of_a_dead_process():
               "  what():  Storage size overflowed\nAborted\n")
     assert runner.crash_detail(stderr) == "Storage size overflowed"
     assert runner.crash_detail("!!!!!!! Segfault encountered !!!!!!!\n  File \"<unknown>\", line 0\n") == ""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie is gone for every purpose but its entry; it is its parent's to reap.
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL"])
+def test_a_doctor_ended_from_outside_takes_its_worker_with_it(tmp_path, monkeypatch, how):
+    # The worker sits in a session of its own, where no signal sent to the doctor reaches it;
+    # it must still end when the doctor ends, however that is, even inside a hanging import
+    # (one that ignores SIGTERM, as the issue's did).
+    import signal
+    import time
+
+    pid_file = tmp_path / "worker.pid"
+    _fake(tmp_path, monkeypatch, {
+        "mlx/__init__.py": "",
+        "mlx/core.py": f"import os, signal, threading\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+                       f"open({str(pid_file)!r}, 'w').write(str(os.getpid()))\nthreading.Event().wait()\n",
+    })
+    doctor = subprocess.Popen([sys.executable, "-m", "dlbridge", "doctor", "--libraries", "numpy,mlx",
+                               "--timeout", "600", "--no-progress"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(1200):
+            if pid_file.exists() and pid_file.read_text():
+                break
+            time.sleep(0.1)
+        else:
+            raise AssertionError("the worker never reached the hanging import")
+        worker = int(pid_file.read_text())
+        assert _alive(worker)
+        doctor.send_signal(getattr(signal, how))
+        doctor.wait(timeout=60)
+        for _ in range(100):
+            if not _alive(worker):
+                break
+            time.sleep(0.1)
+        else:
+            os.kill(worker, signal.SIGKILL)
+            raise AssertionError(f"the worker outlived a doctor ended by {how}")
+    finally:
+        if doctor.poll() is None:
+            doctor.kill()
+            doctor.wait()
+
+
+def test_a_child_that_asked_ends_when_its_parent_is_killed():
+    # What check's negative-strides child asks for: a plain subprocess, not in a session of its own.
+    import signal
+    import time
+
+    parent = subprocess.Popen([sys.executable, "-c", textwrap.dedent("""
+        import subprocess, sys
+        child = subprocess.Popen([sys.executable, "-c",
+            "import sys, threading; from dlbridge._parent_death import end_with_parent; "
+            "end_with_parent(int(sys.argv[1])); print('ready', flush=True); threading.Event().wait()",
+            str(__import__('os').getpid())], stdout=subprocess.PIPE, text=True)
+        print(child.pid, child.stdout.readline().strip(), flush=True)
+        child.wait()
+    """)], stdout=subprocess.PIPE, text=True)
+    child, ready = parent.stdout.readline().split()
+    assert ready == "ready"
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    for _ in range(100):
+        if not _alive(int(child)):
+            break
+        time.sleep(0.1)
+    else:
+        os.kill(int(child), signal.SIGKILL)
+        raise AssertionError("the child outlived its parent")

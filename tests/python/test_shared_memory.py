@@ -551,6 +551,56 @@ def test_two_unrelated_programs_share_a_segment_and_the_last_holder_unlinks(tmp_
     assert wait_until_gone(name, 10), "the last holder unlinks the name"
 
 
+CHAIN_LINK = """
+import os, pickle, sys, time
+import dlbridge
+from dlbridge._core import _shared_memory_info
+mine, loaded_mine, following, loaded_following = sys.argv[1:5]
+if mine == "-":
+    t = dlbridge.empty((3,), "float64", shared=True)
+else:
+    while not os.path.exists(mine):
+        time.sleep(0.01)
+    t = pickle.loads(open(mine, "rb").read())
+    open(loaded_mine, "w").close()
+print(*_shared_memory_info(t), flush=True)  # name, count, this program's share (-1: no entry)
+with open(following + ".tmp", "wb") as f:
+    f.write(pickle.dumps(t))
+os.rename(following + ".tmp", following)
+while not os.path.exists(loaded_following):  # the next program has it: this one may end
+    time.sleep(0.01)
+"""
+
+
+def test_a_segment_handed_along_50_programs_leaves_nothing_when_the_last_is_killed(tmp_path):
+    # Never more than two of the programs hold the segment at once, but 50 hold it in turn:
+    # each must find an entry in its header (given back by the programs before it), so the
+    # last one's tracker knows the name and removes it when that program is killed.
+    blob = [str(tmp_path / f"blob{i}") for i in range(52)]
+    loaded = [str(tmp_path / f"loaded{i}") for i in range(52)]
+    links, shares, name = [], [], None
+    try:
+        for i in range(50):
+            links.append(start_program(CHAIN_LINK, "-" if i == 0 else blob[i], loaded[i], blob[i + 1],
+                                       loaded[i + 1]))
+            name, _, share = links[i].stdout.readline().split()
+            shares.append(int(share))
+            if i > 0:  # the previous program ends once this one has loaded
+                out, err = links[i - 1].communicate(timeout=120)
+                assert links[i - 1].returncode == 0, err
+                assert "leaked" not in err and "Traceback" not in err, err
+        assert shares == [1] * 50, "a program holding the segment had no entry of its own"
+        assert exists(name), "the last program holds it"
+        links[-1].kill()
+        links[-1].communicate(timeout=60)
+        assert wait_until_gone(name), "the killed program's tracker knew the name and removed it"
+    finally:
+        for link in links:
+            if link.poll() is None:
+                link.kill()
+                link.communicate()
+
+
 # --- the limits of one process ---------------------------------------------------
 
 FULL_MAPPING_TABLE = """

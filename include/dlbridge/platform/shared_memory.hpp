@@ -22,7 +22,10 @@
 // while it holds the segment and withdraws it once it no longer does; the
 // service removes the names still registered when its program ends. The
 // header counts each program's mappings and unredeemed tickets, so a program
-// that ends normally never removes a name another program still holds.
+// that ends normally never removes a name another program still holds. A
+// program's entry is given back once it holds nothing and has withdrawn its
+// registration, so the table bounds the programs holding a segment at once,
+// not the programs that ever held it.
 //
 // Nothing read from the header is trusted twice: the data size is checked
 // once, at open, and kept in the process (another process may rewrite the
@@ -84,7 +87,7 @@ namespace detail {
 
 // One program's share of a segment.
 struct ProgramShare {
-  uint64_t key;         // ProgramTracker::program(); 0: a free entry. Set once, by CAS
+  uint64_t key;         // ProgramTracker::program(); 0: a free entry. Changed under the lock
   int64_t count;        // its mappings plus its unredeemed tickets; atomic
   uint64_t registered;  // 1 while its service holds the name; changed under the lock
 };
@@ -92,7 +95,9 @@ struct ProgramShare {
 // The first page of every segment; the data starts on the next page, so it
 // is page-aligned in every process that maps it.
 struct SegmentHeader {
-  static constexpr uint64_t magic_value = 0x32304d4853424c44ull;  // "DLBSHM02"
+  // "DLBSHM03": the program entries are given back (a process of the "02" rule
+  // keeps an entry's index for good, so the two must not share a segment).
+  static constexpr uint64_t magic_value = 0x33304d4853424c44ull;
   static constexpr int32_t ticket_words = 256;   // 16384 tickets in flight
   static constexpr int32_t program_slots = 16;   // programs holding it at once
 
@@ -257,25 +262,42 @@ class HeaderLock {
 };
 
 // The entry of `key` in the header, claimed when it has none; -1 when the
-// table is full or key is 0. Entries are never given back, so an index
-// found once stays the program's.
+// table is full or key is 0. Called with the header locked: an entry may be
+// given back (give_back_entry) whenever the lock is free, so its index is
+// looked up again for every change, never kept.
 inline int program_entry(SegmentHeader* h, uint64_t key, bool claim) noexcept {
   if (key == 0) return -1;
+  // Its own entry first: a free one may lie before it (entries are given back).
+  for (int i = 0; i < SegmentHeader::program_slots; ++i)
+    if (__atomic_load_n(&h->programs[i].key, __ATOMIC_ACQUIRE) == key) return i;
+  if (!claim) return -1;
   for (int i = 0; i < SegmentHeader::program_slots; ++i) {
-    uint64_t seen = __atomic_load_n(&h->programs[i].key, __ATOMIC_ACQUIRE);
-    if (seen == 0 && claim &&
-        !__atomic_compare_exchange_n(&h->programs[i].key, &seen, key, false, __ATOMIC_ACQ_REL,
-                                     __ATOMIC_ACQUIRE))
-      seen = __atomic_load_n(&h->programs[i].key, __ATOMIC_ACQUIRE);
-    else if (seen == 0 && claim)
-      seen = key;
-    if (seen == key) return i;
+    uint64_t seen = 0;
+    if (__atomic_compare_exchange_n(&h->programs[i].key, &seen, key, false, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE) ||
+        seen == key)
+      return i;
   }
   return -1;
 }
 
 inline bool valid_entry(int entry) noexcept {
   return entry >= 0 && entry < SegmentHeader::program_slots;
+}
+
+// Frees `entry` for another program once its program holds nothing and has
+// withdrawn its registration; called with the header locked after every
+// change that may leave it so. A program whose count is zero but whose
+// registration is still there (its last hold was a ticket another program
+// redeemed) keeps its entry until it settles (SharedSegment::settle).
+inline void give_back_entry(SegmentHeader* h, int entry) noexcept {
+  if (!valid_entry(entry)) return;
+  ProgramShare& share = h->programs[entry];
+  if (__atomic_load_n(&share.count, __ATOMIC_ACQUIRE) > 0 ||
+      __atomic_load_n(&share.registered, __ATOMIC_ACQUIRE) != 0)
+    return;
+  __atomic_store_n(&share.count, 0, __ATOMIC_RELEASE);
+  __atomic_store_n(&share.key, 0, __ATOMIC_RELEASE);
 }
 
 }  // namespace detail
@@ -342,9 +364,12 @@ class SharedSegment {
     h->next_ticket = 0;
     std::shared_ptr<SharedSegment> segment(new SharedSegment(std::move(name), base, size,
                                                              data_bytes, tracker));
-    if (detail::valid_entry(segment->entry_)) {
-      h->programs[segment->entry_].count = 1;
-      h->programs[segment->entry_].registered = registered ? 1 : 0;
+    // No other process sees the header before the magic: no lock is needed.
+    const int entry = detail::program_entry(h, segment->program_, true);
+    if (detail::valid_entry(entry)) {
+      h->programs[entry].count = 1;
+      h->programs[entry].registered = registered ? 1 : 0;
+      segment->in_program_share_ = true;
     } else if (registered) {
       tracker->let_go(segment->name_);  // no entry to record it in: counted in the total only
     }
@@ -417,8 +442,10 @@ class SharedSegment {
       detail::HeaderLock lock(h);
       const int entry = detail::program_entry(h, tracker.program(), false);
       if (detail::valid_entry(entry) &&
-          __atomic_load_n(&h->programs[entry].count, __ATOMIC_ACQUIRE) <= 0)
+          __atomic_load_n(&h->programs[entry].count, __ATOMIC_ACQUIRE) <= 0) {
         withdraw(h, entry, name, tracker);
+        detail::give_back_entry(h, entry);
+      }
       if (__atomic_load_n(&h->references, __ATOMIC_ACQUIRE) <= 0 && !registered_elsewhere(h, -1))
         ::shm_unlink(name.c_str());
     }
@@ -441,9 +468,11 @@ class SharedSegment {
   }
   // This program's share of the count, or -1 when it has no entry; for tests.
   int64_t program_references() const noexcept {
-    return detail::valid_entry(entry_)
-               ? __atomic_load_n(&header()->programs[entry_].count, __ATOMIC_ACQUIRE)
-               : -1;
+    detail::SegmentHeader* h = header();
+    detail::HeaderLock lock(h);
+    const int entry = detail::program_entry(h, program_, false);
+    return detail::valid_entry(entry) ? __atomic_load_n(&h->programs[entry].count, __ATOMIC_ACQUIRE)
+                                      : -1;
   }
   bool holds_reference() const noexcept { return !released_ && holder_pid_ == ::getpid(); }
 
@@ -453,9 +482,10 @@ class SharedSegment {
   uint64_t issue_ticket() {
     detail::SegmentHeader* h = header();
     detail::HeaderLock lock(h);
-    add_program_share(entry_);  // the ticket's hold, registered before anything else is taken
+    const int entry = detail::program_entry(h, program_, true);
+    add_program_share(entry);  // the ticket's hold, registered before anything else is taken
     if (!add_if_counted(&h->references)) {
-      if (drop_program_share(h, entry_)) withdraw(h, entry_, name_, *tracker_);
+      drop_hold(h, entry);
       detail::fail(ErrorCode::device_unavailable,
                    "Shared memory " + name_ + " is no longer available: every process that held "
                    "it let go.",
@@ -469,10 +499,10 @@ class SharedSegment {
       uint64_t& word = h->tickets[id / 64];
       const uint64_t bit = uint64_t(1) << (id % 64);
       if ((__atomic_fetch_or(&word, bit, __ATOMIC_ACQ_REL) & bit) == 0)
-        return id | (uint64_t(entry_ + 1) << detail::ticket_program_shift);
+        return id | (uint64_t(entry + 1) << detail::ticket_program_shift);
     }
     __atomic_sub_fetch(&h->references, 1, __ATOMIC_ACQ_REL);
-    if (drop_program_share(h, entry_)) withdraw(h, entry_, name_, *tracker_);
+    drop_hold(h, entry);
     detail::fail(ErrorCode::out_of_memory,
                  "Shared memory " + name_ + " has " + std::to_string(detail::ticket_bits) +
                      " messages in flight that no process has loaded.",
@@ -490,16 +520,19 @@ class SharedSegment {
     detail::SegmentHeader* h = header();
     detail::HeaderLock lock(h);
     const int64_t left = __atomic_sub_fetch(&h->references, 1, __ATOMIC_ACQ_REL);
+    // The program's entry holds this mapping's share, so it is still there.
+    const int entry = in_program_share_ ? detail::program_entry(h, program_, false) : -1;
     bool unlinked = false;
-    if (left == 0 && !registered_elsewhere(h, entry_)) {
+    if (left == 0 && !registered_elsewhere(h, entry)) {
       ::shm_unlink(name_.c_str());
       unlinked = true;
     }
-    if (detail::valid_entry(entry_)) {
-      if (drop_program_share(h, entry_))
-        withdraw(h, entry_, name_, *tracker_);
+    if (detail::valid_entry(entry)) {
+      if (drop_program_share(h, entry))
+        withdraw(h, entry, name_, *tracker_);
       else if (left > 0)
         tracker_->settle_later(name_);
+      detail::give_back_entry(h, entry);
     }
     return unlinked;
   }
@@ -512,11 +545,8 @@ class SharedSegment {
         mapped_bytes_(mapped_bytes),
         data_bytes_(data_bytes),
         holder_pid_(::getpid()),
-        tracker_(tracker) {
-    if (tracker_ != nullptr)
-      entry_ = detail::program_entry(static_cast<detail::SegmentHeader*>(base), tracker_->program(),
-                                     true);
-  }
+        tracker_(tracker),
+        program_(tracker != nullptr ? tracker->program() : 0) {}
 
   static void* map(int fd, int64_t size) {
     return ::mmap(nullptr, size_t(size), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -580,6 +610,13 @@ class SharedSegment {
       tracker.let_go(name);
   }
 
+  // Gives back one hold of this program (a ticket not issued, a mapping not
+  // made): its registration and its entry go with its last.
+  void drop_hold(detail::SegmentHeader* h, int entry) noexcept {
+    if (drop_program_share(h, entry)) withdraw(h, entry, name_, *tracker_);
+    detail::give_back_entry(h, entry);
+  }
+
   void redeem(uint64_t ticket) {
     detail::SegmentHeader* h = header();
     detail::HeaderLock lock(h);
@@ -587,17 +624,23 @@ class SharedSegment {
                         detail::ticket_bits;
     uint64_t& word = h->tickets[id / 64];
     const uint64_t bit = uint64_t(1) << (id % 64);
-    add_program_share(entry_);  // this mapping's hold, registered before the ticket is spent
+    const int entry = detail::program_entry(h, program_, true);
+    add_program_share(entry);  // this mapping's hold, registered before the ticket is spent
+    in_program_share_ = detail::valid_entry(entry);
     if (__atomic_fetch_and(&word, ~bit, __ATOMIC_ACQ_REL) & bit) {
-      // The ticket's reference is ours now: its program holds one less.
+      // The ticket's reference is ours now: its program holds one less. Another
+      // program's registration is its own to withdraw (it settles); its entry
+      // is given back here when that is done already.
       const int issuer = int((ticket >> detail::ticket_program_shift) & 0xff) - 1;
-      if (drop_program_share(h, issuer) && issuer == entry_) withdraw(h, issuer, name_, *tracker_);
+      if (drop_program_share(h, issuer) && issuer == entry) withdraw(h, issuer, name_, *tracker_);
+      detail::give_back_entry(h, issuer);
       return;
     }
     // Spent already: a new reference, but never one that revives a count
     // that reached zero (its name is being unlinked).
     if (add_if_counted(&h->references)) return;
-    if (drop_program_share(h, entry_)) withdraw(h, entry_, name_, *tracker_);
+    drop_hold(h, entry);
+    in_program_share_ = false;
     released_ = true;  // nothing to give back
     detail::fail(ErrorCode::device_unavailable,
                  "Shared memory " + name_ + " is no longer available: every process that held it let go.",
@@ -610,7 +653,8 @@ class SharedSegment {
   int64_t data_bytes_;    // checked once, at create or open
   pid_t holder_pid_;
   ProgramTracker* tracker_;  // outlives the segment; NULL: no program record
-  int entry_ = -1;           // this program's entry in the header
+  uint64_t program_;         // tracker_->program(), whose entry is looked up under the lock
+  bool in_program_share_ = false;  // this mapping's hold is counted in its program's entry
   bool released_ = false;
 };
 

@@ -52,8 +52,16 @@ struct ArgRequirements {
   bool meets_own(const TensorView& view) const noexcept {
     return (!dtype || view.dtype() == *dtype) && (ndim < 0 || view.ndim() == ndim) &&
            (!device_type || view.device().type == *device_type) &&
-           !(policy.require_writable && view.readonly()) &&
+           !(policy.require_writable && !owns_writable_memory(view)) &&
            !(policy.require_c_contiguous && !view.is_c_contiguous());
+  }
+
+  // A writable argument is how a function answers its caller: only memory
+  // the caller's object holds meets it. A copy the import had to make (a
+  // torch tensor's lazily resolved negation or conjugation, a producer's
+  // IS_COPIED export) would take the writes and drop them.
+  static bool owns_writable_memory(const TensorView& view) noexcept {
+    return !view.readonly() && (view.flags() & DLBRIDGE_FLAG_IS_COPIED) == 0;
   }
 
   // Throws the first of meets_own's requirements that view misses.
@@ -77,6 +85,15 @@ struct ArgRequirements {
                    "Move it there first (e.g. dlbridge.from_dlpack(x, device=...)).");
     // The two requirements a caller most often misses get a fix that fits a
     // function argument.
+    // A copy first, as from_dlpack(x, copy=False) refuses it (read-only or not).
+    if (policy.require_writable && (view.flags() & DLBRIDGE_FLAG_IS_COPIED) != 0)
+      detail::fail(ErrorCode::copy_required,
+                   "This function writes to its argument, and the tensor reaches it only as a copy "
+                   "that its import had to make (a torch tensor with its negative or conjugate bit "
+                   "set, Arrow booleans or chunks, a producer's IS_COPIED export): the writes would "
+                   "be lost.",
+                   "Pass a tensor whose memory holds its values, and use it afterwards (PyTorch: "
+                   "x = x.resolve_neg().resolve_conj()).");
     if (policy.require_writable && view.readonly())
       detail::fail(ErrorCode::read_only,
                    "This function writes to its argument, and the tensor is read-only.",
@@ -171,7 +188,11 @@ class TensorArg {
   // Checks view against Requirements: throws dlbridge::Error if it misses one.
   explicit TensorArg(const TensorView& view) : view_(view) { requirements().check(view_); }
 
+  // The checked view, three ways: x.view(), *x (as for a pointer or an
+  // optional, which x->size() already reads like), or passed on as a
+  // const TensorView&.
   const TensorView& view() const noexcept { return view_; }
+  const TensorView& operator*() const noexcept { return view_; }
   const TensorView* operator->() const noexcept { return &view_; }
   operator const TensorView&() const noexcept { return view_; }
 

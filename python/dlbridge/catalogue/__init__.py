@@ -12,6 +12,7 @@ import functools
 import json
 import pathlib
 import re
+import textwrap
 
 from . import linear
 
@@ -97,6 +98,59 @@ class Record:
     def sample(self, example: str) -> str:
         """An example message as a traceback's last line shows it."""
         return f"{self.exception}: {example}" if self.library == "dlbridge" else example
+
+    def __repr__(self) -> str:
+        return f"Record(id={self.id!r})"
+
+    def __str__(self) -> str:
+        """The record as ``dlbridge explain`` prints it."""
+        f = self.fields
+        if self.library == "dlbridge":
+            head = f"dlbridge error `{self.code}` ({f['errorClass']})"
+        else:
+            versions = ", ".join(f["libraryVersions"]) or "read from its source, not run here"
+            silent = "no exception: "
+            if f["errorClass"].startswith(silent):  # a crash or a wrong result: nothing was raised
+                head = f"{LIBRARY_NAMES[self.library]} ({versions}), {f['errorClass'][len(silent):]}: {self.id}"
+            else:
+                head = f"{LIBRARY_NAMES[self.library]} ({versions}) raised {f['errorClass']}: {self.id}"
+        lines = [head, f"  pattern: {self.pattern}", "  why:"]
+        lines += [f"    - {t}" for t in f["triggerScenarios"]]
+        lines.append("  common situations:")
+        lines += [f"    - {t}" for t in f["commonSituations"]]
+        lines.append("  fix, in order:")
+        lines += [f"    {i}. {s}" for i, s in enumerate(f["solutions"], 1)]
+        if self.library != "dlbridge":
+            if f["dlbridgeCall"]:
+                lines.append(f"  with dlbridge: {f['dlbridgeCall']}")
+            own = self.dlbridge_record
+            if own is not None:
+                lines.append(f"  dlbridge's code for the same situation: {own.code}")
+        fix = f["exampleFix"]
+        setup = fix["setup"] + "\n" if fix["setup"] else ""
+        lines += ["  before:", textwrap.indent(setup + fix["before"], "    "),
+                  "  after:", textwrap.indent(setup + fix["after"], "    ")]
+        lines += [f"  handling: {f['handlingStrategy']}", textwrap.indent(f["tryCatchPattern"], "    ")]
+        lines.append("  prevention:")
+        lines += [f"    - {t}" for t in f["preventionTips"]]
+        lines.append(f"  entry: {self.link}")
+        return "\n".join(lines) + "\n"
+
+    @property
+    def headline(self) -> str:
+        """The fix to try first: the dlbridge call for another library's error where the record
+        has one (it works on the record's own failing input: test_explain_headline.py), else the
+        first solution."""
+        return self.fields["dlbridgeCall"] or self.fields["solutions"][0]
+
+    def brief(self) -> str:
+        """One line: what it is, the fix to try first, and its entry (``dlbridge explain --brief``)."""
+        f = self.fields
+        if self.library == "dlbridge":
+            what = f"dlbridge `{self.code}` ({f['errorClass']})"
+        else:
+            what = f"{LIBRARY_NAMES[self.library]} {f['errorClass']} {self.id}"
+        return f"{what}: {self.headline} -- {self.link}"
 
     def as_dict(self) -> dict:
         return dict(self.fields)

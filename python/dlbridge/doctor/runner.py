@@ -179,7 +179,8 @@ def _follow(child: _Child, watch: _Watch, pending: dict, on_result, stalled: dic
 
 def _round(pending: dict, deadline: float, on_result, stalled: dict) -> None:
     """One child over the pending tasks; removes from pending every task it settles."""
-    child = _Child({"tasks": sorted(pending.items()), "deadline": deadline})
+    # The child ends with this process however it ends (worker.py asks for it, with this pid).
+    child = _Child({"tasks": sorted(pending.items()), "deadline": deadline, "parent": os.getpid()})
     watch = _Watch(deadline)
     try:
         killed = _follow(child, watch, pending, on_result, stalled)

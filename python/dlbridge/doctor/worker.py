@@ -27,6 +27,8 @@ import tempfile
 import time
 import warnings
 
+from .._parent_death import end_with_parent
+
 # A write of at most PIPE_BUF bytes to a pipe is atomic (POSIX guarantees 512; Linux 4096).
 _ATOMIC = 4096
 
@@ -180,8 +182,10 @@ def _isolated_task(task, seconds: float) -> dict:
 
     read_end, write_end = os.pipe()
     with tempfile.TemporaryFile() as stderr:
+        me = os.getpid()
         pid = os.fork()
         if pid == 0:  # the fork: run, answer, and leave without Python's exit handlers
+            end_with_parent(me)
             os.close(read_end)
             os.dup2(stderr.fileno(), 2)
             _default_fatal_signals()
@@ -212,6 +216,7 @@ def _isolated_lane(tasks, channel: _Channel, seconds: float) -> None:
 def main() -> int:
     warnings.simplefilter("ignore")
     plan = json.load(sys.stdin)
+    end_with_parent(plan["parent"])  # before any library is imported: an import may hang
     # The protocol keeps its own copy of stdout; whatever a library prints goes to stderr.
     channel = _Channel(os.dup(1))
     os.dup2(2, 1)
@@ -220,9 +225,11 @@ def main() -> int:
     isolated = [(i, t) for i, t in tasks if t.get("isolate")]
     fork = None
     if isolated:
+        me = os.getpid()
         fork = os.fork()
         if fork == 0:
             try:
+                end_with_parent(me)
                 _isolated_lane(isolated, channel, plan.get("deadline", 120.0))
             finally:
                 os._exit(0)

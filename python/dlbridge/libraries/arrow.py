@@ -90,7 +90,9 @@ def _refuse_copy(what: str):
 
 
 def second_look(x, refusal: BaseException, device=None, copy=None):
-    """dlbridge.from_dlpack for an Arrow object whose own __dlpack__ refused (`refusal`)."""
+    """dlbridge.from_dlpack for an Arrow object whose own __dlpack__ refused (`refusal`): the
+    tensor, and whether it is a copy made here (the extension marks it IS_COPIED, so that a
+    writable C++ argument refuses it)."""
     import pyarrow as pa
 
     from .. import _core
@@ -101,7 +103,7 @@ def second_look(x, refusal: BaseException, device=None, copy=None):
             return _import_one(x.chunk(0), device=device, copy=copy)
         if copy is False:
             raise _refuse_copy(f"A ChunkedArray of {x.num_chunks} chunks must be joined into one buffer")
-        return _import_one(x.combine_chunks(), device=device, copy=None)
+        return _import_one(x.combine_chunks(), device=device, copy=None)[0], True
     if not isinstance(x, pa.Array):
         raise refusal
     if x.null_count:
@@ -114,7 +116,7 @@ def second_look(x, refusal: BaseException, device=None, copy=None):
         if copy is False:
             raise _refuse_copy("Arrow stores booleans one bit each, so they must be unpacked to one byte each")
         host = x.to_numpy_ndarray() if isinstance(x, pa.FixedShapeTensorArray) else x.to_numpy(zero_copy_only=False)
-        return _core.from_dlpack(host, device=device)
+        return _core.from_dlpack(host, device=device), True
     raise refusal
 
 
@@ -122,7 +124,7 @@ def _import_one(x, *, device, copy):
     from .. import _core
 
     try:
-        return _core.from_dlpack(x, device=device, copy=copy)
+        return _core.from_dlpack(x, device=device, copy=copy), False
     except Exception as exc:
         return second_look(x, exc, device=device, copy=copy)
 

@@ -52,9 +52,13 @@ Tensor after_failure(nb::handle x, const ExchangeRequest& request) {
                                      : nb::object(nb::none());
   nb::object copy = request.copy ? nb::object(nb::bool_(*request.copy)) : nb::object(nb::none());
   nb::object out = nb::borrow(look)(x, refusal, device, copy);
-  const Tensor* t = as_tensor(out);
+  // (tensor, copied): a copy made there says so, as every copy an import makes does.
+  if (!PyTuple_Check(out.ptr()) || PyTuple_GET_SIZE(out.ptr()) != 2)
+    throw nb::type_error("Arrow's second look returned no (dlbridge.Tensor, copied) pair.");
+  const Tensor* t = as_tensor(nb::handle(PyTuple_GET_ITEM(out.ptr(), 0)));
   if (t == nullptr) throw nb::type_error("Arrow's second look returned no dlbridge.Tensor.");
-  return *t;
+  if (PyTuple_GET_ITEM(out.ptr(), 1) != Py_True) return *t;
+  return t->with_view(t->view().with_flags(t->view().flags() | DLBRIDGE_FLAG_IS_COPIED));
 }
 
 void bind(nb::module_& m) {

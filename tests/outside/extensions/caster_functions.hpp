@@ -58,8 +58,9 @@ inline std::string pick_int(dlbridge::TensorView v, int64_t) { return "int " + d
 inline std::string pick_text(dlbridge::TensorView v, const std::string&) { return "text " + describe(v); }
 inline std::string float_matrix(dlbridge::TensorArg<req::dtype<float>, req::ndim<2>> v) { return describe(v); }
 inline std::string on_cuda(dlbridge::TensorArg<req::device<dlbridge::abi::kDLCUDA>> v) { return describe(v); }
-inline std::string compact(dlbridge::TensorArg<req::c_contiguous> v) { return describe(v); }
-inline std::string writable(dlbridge::TensorArg<req::writable> v) { return describe(v); }
+// The three ways to read the checked view (docs/cpp-extensions.md): x.view(), *x, and x itself.
+inline std::string compact(dlbridge::TensorArg<req::c_contiguous> v) { return describe(v.view()); }
+inline std::string writable(dlbridge::TensorArg<req::writable> v) { return describe(*v); }
 // Signatures only (test_caster_signatures.py): more of the words a type names.
 inline std::string scalar_flag(dlbridge::TensorArg<req::dtype<bool>, req::ndim<0>, req::host_accessible> v) {
   return describe(v);
