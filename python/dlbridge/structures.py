@@ -13,6 +13,8 @@ class with the leaf's path in front of its message (``x["batch"][2]: ...``).
 from __future__ import annotations
 
 import collections
+import functools
+import itertools
 import sys
 from typing import Any, Callable
 
@@ -67,19 +69,20 @@ class _Walk:
 
     def walk(self, x, path: Callable[[], str]):
         cls = type(x)
-        if cls is dict:
-            return {key: self.child(value, path, key) for key, value in x.items()}
+        if cls is dict or cls is collections.OrderedDict:
+            keys = list(x)
+            return cls(zip(keys, self.each(list(x.values()), lambda i: _key(path, keys[i]))))
         if cls is list:
-            return self.sequence(x, path)
+            return self.each(x, lambda i: _index(path, i))
         if cls is tuple:
-            return tuple(self.sequence(x, path))
+            return tuple(self.each(x, lambda i: _index(path, i)))
         if isinstance(x, tuple) and hasattr(cls, "_fields"):
-            return cls(*(self.child(value, path, field, attribute=True) for field, value in zip(cls._fields, x)))
-        if cls is collections.OrderedDict:
-            return cls((key, self.child(value, path, key)) for key, value in x.items())
+            fields = cls._fields
+            return cls(*self.each(x, lambda i: _attribute(path, fields[i])))
         if cls is collections.defaultdict:
+            keys = list(x)
             out = collections.defaultdict(x.default_factory)
-            out.update((key, self.child(value, path, key)) for key, value in x.items())
+            out.update(zip(keys, self.each(list(x.values()), lambda i: _key(path, keys[i]))))
             return out
         if tables.is_table(x):
             return tables.walk(x, self, path)
@@ -92,27 +95,30 @@ class _Walk:
                             f"it cannot rebuild a {cls.__module__}.{cls.__qualname__}.")
         return self.leaf(x, path)
 
-    def sequence(self, x, path: Callable[[], str]) -> list:
-        # The common case (a list of arrays) stays in this loop: one call per leaf.
-        # The index of a leaf is len(out) when it is met, so the loop keeps no count.
+    def each(self, values, path_of: Callable[[int], Callable[[], str]]) -> list:
+        """values (a list or tuple) converted in order; path_of(i) is the path of values[i].
+
+        The arrays are handed to the single-array function by map, in C, with no Python code
+        per leaf. A leaf it refuses (a nested structure among them) stops the map: the leaves
+        before it are in out, so its index is len(out); it is walked or refused, and the map
+        goes on with the rest."""
+        if values and type(values[0]) in _WALKED:
+            # A sequence of structures: each is walked (a leaf among them is met as one).
+            return [self.walk(value, path_of(i)) for i, value in enumerate(values)]
+        one = functools.partial(self.one, **self.keywords) if self.keywords else self.one
+        to = itertools.repeat(self.to)
+        rest = iter(values)
         out: list = []
-        append = out.append
-        one, to, keywords = self.one, self.to, self.keywords
-        for value in x:
-            cls = type(value)
-            if cls is dict or cls is list or cls is tuple:
-                append(self.walk(value, _index(path, len(out))))
-                continue
+        while True:
             try:
-                append(one(value, to, **keywords) if keywords else one(value, to))
+                out.extend(map(one, rest, to))
+                return out
             except Exception as exc:
-                append(self.refused(value, exc, _index(path, len(out))))
-        return out
-
-    def child(self, value, path: Callable[[], str], key, attribute: bool = False):
-        return self.walk(value, _attribute(path, key) if attribute else _key(path, key))
+                i = len(out)
+                out.append(self.refused(values[i], exc, path_of(i)))
 
 
+_WALKED = frozenset([dict, list, tuple, collections.OrderedDict, collections.defaultdict])
 _NOT_A_NODE = object()
 
 
