@@ -47,17 +47,17 @@ class _Walk:
             return self.refused(value, exc, path)
 
     def refused(self, value, exc: Exception, path: Callable[[], str]):
-        if isinstance(value, (dict, list, tuple)):  # a subclass (a named tuple) met in sequence's loop
+        if isinstance(value, (dict, list, tuple)):  # a subclass (a named tuple) met in each()'s map
             return self.walk(value, path)
         if _is_array_like(value):
-            raise _with_path(exc, path()) from None
+            raise _with_path(exc, path())
         node = self.node(value, path)
         if node is not _NOT_A_NODE:
             return node
         if self.keep:
             return _kept(value, self.one)
         raise _with_path(exc, path(), hint="Pass keep_non_arrays=True to keep leaves that are not arrays "
-                                             "as they are.") from None
+                                             "as they are.")
 
     def node(self, value, path: Callable[[], str]):
         """A refused value that is a structure after all (an Arrow table, a JAX node), walked."""
@@ -169,7 +169,9 @@ def _with_path(exc: Exception, path: str, hint: str = "") -> Exception:
             return exc
         if str(new) != text:
             return exc
+    # The producer's own exception stays the cause (ProducerError); the leaf's refusal is this one.
     new.__cause__ = exc.__cause__
+    new.__suppress_context__ = True
     return new
 
 
@@ -216,6 +218,8 @@ def is_structure(x) -> bool:
     batch, or a node of JAX's registry (where JAX is imported)."""
     if tables.is_table(x):
         return True
+    if isinstance(x, (dict, list, tuple)):
+        return False  # walked before any import: here only when the call itself was refused
     jax = sys.modules.get("jax")
     tree_util = getattr(jax, "tree_util", None) if jax is not None else None
     if tree_util is None or x is None:

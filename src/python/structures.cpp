@@ -31,7 +31,8 @@ bool names_keep_non_arrays(PyObject* kwnames) noexcept {
 }  // namespace
 
 bool walks_first(PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames) noexcept {
-  if (PyVectorcall_NARGS(nargsf) < 1 || installed_convert.get() == nullptr) return false;
+  // Any other count of positional arguments is refused by the single-array path's own message.
+  if (PyVectorcall_NARGS(nargsf) != 2 || installed_convert.get() == nullptr) return false;
   PyObject* x = args[0];
   if (PyDict_Check(x) || PyList_Check(x) || PyTuple_Check(x)) return true;
   return kwnames != nullptr && names_keep_non_arrays(kwnames);
@@ -44,7 +45,7 @@ PyObject* walk_structure(Walker walker, PyObject* const* args, Py_ssize_t nargsf
 PyObject* walk_after_refusal(Walker walker, PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames) noexcept {
   PyObject* is_structure = installed_is_structure.get();
   // Only a TypeError says "not an array"; every other refusal is about the array.
-  if (is_structure == nullptr || PyVectorcall_NARGS(nargsf) < 2 || !PyErr_ExceptionMatches(PyExc_TypeError))
+  if (is_structure == nullptr || PyVectorcall_NARGS(nargsf) != 2 || !PyErr_ExceptionMatches(PyExc_TypeError))
     return nullptr;
   PyObject *type, *value, *traceback;
   PyErr_Fetch(&type, &value, &traceback);

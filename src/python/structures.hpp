@@ -17,8 +17,9 @@ namespace dlbridge::python {
 
 enum class Walker { convert, plan };
 
-// Whether the call goes to the walker before any import: x is a dict, list or
-// tuple (or a subclass), or keep_non_arrays= is passed.
+// Whether the call goes to the walker before any import: it has two
+// positional arguments, and x is a dict, list or tuple (or a subclass), or
+// keep_non_arrays= is passed.
 bool walks_first(PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames) noexcept;
 
 // The walker's result for the call (NULL with an exception set).

@@ -168,8 +168,10 @@ def test_an_unknown_target_is_refused_before_any_leaf():
 def test_a_wrong_keyword_is_refused():
     with pytest.raises(TypeError):
         dlbridge.convert({"a": np.ones(2)}, "numpy", stream=1)
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match=r"^convert\(\) takes exactly two positional arguments \(1 given\)"):
         dlbridge.convert([np.ones(2)])
+    with pytest.raises(TypeError, match=r"^plan_convert\(\) takes exactly two positional arguments \(3 given\)"):
+        dlbridge.plan_convert([np.ones(2)], "numpy", "torch")
 
 
 def test_jax_pytree_nodes_are_walked_as_jax_sees_them():

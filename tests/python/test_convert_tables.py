@@ -126,6 +126,7 @@ def test_nulls_strings_and_nested_columns_are_refused_naming_the_column(column, 
     if code is not None:
         assert excinfo.value.code == code
     assert str(excinfo.value).startswith("x['bad']: ")
+    assert type(excinfo.value.__cause__) is type(single.__cause__)  # the producer's own exception kept
     with pytest.raises(type(single), match=r"^x\['bad'\]: "):
         dlbridge.plan_convert(table, "numpy")
 
