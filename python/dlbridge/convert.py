@@ -86,3 +86,9 @@ def _described_object(to) -> tuple[str, Target | None, Callable[..., Any]]:
 convert = _core.convert
 plan_convert = _core.plan_convert
 _core._install_convert(TARGETS, _target_of)
+
+# Structures of arrays (dicts, lists, tuples, Arrow tables, JAX nodes): the extension hands them to
+# the walker, which converts each leaf through convert itself.
+from . import structures as _structures  # noqa: E402  (it reads the extension's convert)
+
+_core._install_structures(_structures.convert_structure, _structures.plan_structure, _structures.is_structure)

@@ -25,6 +25,7 @@
 #include "hand_over.hpp"
 #include "libraries/libraries.hpp"
 #include "state_lock.hpp"
+#include "structures.hpp"
 
 namespace dlbridge::python {
 
@@ -658,7 +659,8 @@ ConvertRequest parse_request(const char* function, PyObject* const* args, Py_ssi
   return request;
 }
 
-PyObject* convert_entry(PyObject*, PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames) noexcept {
+// convert of one array; the walker calls it for each leaf (_convert_leaf).
+PyObject* convert_leaf_entry(PyObject*, PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames) noexcept {
   return python_boundary<PyObject*>(nullptr, [&]() -> PyObject* {
     const ConvertRequest request = parse_request("convert", args, nargsf, kwnames, 2);
     return convert_call(args[0], args[1], request,
@@ -668,17 +670,31 @@ PyObject* convert_entry(PyObject*, PyObject* const* args, Py_ssize_t nargsf, PyO
   });
 }
 
+PyObject* convert_entry(PyObject* self, PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames) noexcept {
+  // Structures of arrays go to the package's walker (structures.hpp).
+  if (walks_first(args, nargsf, kwnames)) return walk_structure(Walker::convert, args, nargsf, kwnames);
+  PyObject* out = convert_leaf_entry(self, args, nargsf, kwnames);
+  return out != nullptr ? out : walk_after_refusal(Walker::convert, args, nargsf, kwnames);
+}
+
+PyMethodDef convert_leaf_def = {
+    "_convert_leaf", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(convert_leaf_entry)),
+    METH_FASTCALL | METH_KEYWORDS, "convert of one array, never walked as a structure (dlbridge.structures)."};
+
 PyMethodDef convert_def = {
     "convert", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(convert_entry)),
     METH_FASTCALL | METH_KEYWORDS,
-    "convert(x, to, /, *, device=None, copy=None)\n--\n\n"
+    "convert(x, to, /, *, device=None, copy=None, keep_non_arrays=False)\n--\n\n"
     "Hand x to `to` (a library name of dlbridge.libraries.TARGETS, \"dlbridge\", or a module or "
     "callable with from_dlpack) with the least work the target accepts: x itself when it is "
     "already the target's array, zero-copy where nothing can be written through the result into "
     "memory that must not change, otherwise exactly one copy (copy=None); copy=True always hands "
     "over one private, writable copy; copy=False never copies and refuses with a coded error. "
     "A torch tensor that requires grad is handed over as its detached, read-only view (no "
-    "warning; docs/convert.md). dlbridge.plan_convert(x, to) says what convert would do and why."};
+    "warning; docs/convert.md). dlbridge.plan_convert(x, to) says what convert would do and why. x may also be a structure: "
+    "nested dicts, lists, tuples and named tuples of arrays, an Arrow Table or RecordBatch (a dict of "
+    "columns), or a JAX pytree node where JAX is imported; each array is converted as a call of its own, "
+    "and a leaf that is not an array is refused (with its path) unless keep_non_arrays=True."};
 
 // What plan_convert returns: the plan in words.
 struct PlanSummary {
@@ -725,7 +741,8 @@ PlanSummary summarise(const LearntTarget& t, const Decision& d) {
   return s;
 }
 
-PyObject* plan_convert_entry(PyObject*, PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames) noexcept {
+// plan_convert of one array; the walker calls it for each leaf (_plan_convert_leaf).
+PyObject* plan_convert_leaf_entry(PyObject*, PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames) noexcept {
   return python_boundary<PyObject*>(nullptr, [&]() -> PyObject* {
     const ConvertRequest request = parse_request("plan_convert", args, nargsf, kwnames, 2);
     return convert_call(args[0], args[1], request,
@@ -742,13 +759,24 @@ PyObject* plan_convert_entry(PyObject*, PyObject* const* args, Py_ssize_t nargsf
   });
 }
 
+PyObject* plan_convert_entry(PyObject* self, PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames) noexcept {
+  // Structures of arrays go to the package's walker (structures.hpp).
+  if (walks_first(args, nargsf, kwnames)) return walk_structure(Walker::plan, args, nargsf, kwnames);
+  PyObject* out = plan_convert_leaf_entry(self, args, nargsf, kwnames);
+  return out != nullptr ? out : walk_after_refusal(Walker::plan, args, nargsf, kwnames);
+}
+
+PyMethodDef plan_convert_leaf_def = {
+    "_plan_convert_leaf", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(plan_convert_leaf_entry)),
+    METH_FASTCALL | METH_KEYWORDS, "plan_convert of one array, never walked as a structure (dlbridge.structures)."};
+
 PyMethodDef plan_convert_def = {
     "plan_convert", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(plan_convert_entry)),
     METH_FASTCALL | METH_KEYWORDS,
-    "plan_convert(x, to, /, *, device=None, copy=None)\n--\n\n"
+    "plan_convert(x, to, /, *, device=None, copy=None, keep_non_arrays=False)\n--\n\n"
     "What dlbridge.convert(x, to, device=device, copy=copy) would do, and why, without handing "
     "anything over: the same decision convert carries out (x is imported to see it). Raises the "
-    "coded error convert would raise."};
+    "coded error convert would raise. For a structure: the same structure of plans."};
 
 }  // namespace
 
@@ -787,6 +815,8 @@ void bind_convert(nb::module_& m) {
       });
   add_function(m, &convert_def);
   add_function(m, &plan_convert_def);
+  add_function(m, &convert_leaf_def);
+  add_function(m, &plan_convert_leaf_def);
   m.def("_convert_general",
         [](nb::handle x, nb::handle to, nb::handle device, nb::handle copy) {
           ConvertRequest request;

@@ -3,6 +3,7 @@
 #include "libraries/libraries.hpp"
 #include "pickling.hpp"
 #include "producer_types.hpp"
+#include "structures.hpp"
 
 NB_MODULE(_core, m) {
   using namespace dlbridge::python;
@@ -28,6 +29,7 @@ NB_MODULE(_core, m) {
   bind_producer_types(m);
   arrow::bind(m);
   bind_convert(m);
+  bind_structures(m);
   bind_caster_api(m);
   bind_testing(m);
 }
