@@ -131,6 +131,7 @@ Tensor import_producer(nb::handle x, ProducerType& known, const ExchangeRequest&
       if (lazy.replacement.is_valid()) {
         Tensor t = import_object(lazy.replacement, ExchangeRequest{});
         if (lazy.read_only) t = t.with_view(t.view().with_flags(t.view().flags() | DLBRIDGE_FLAG_READ_ONLY));
+        if (lazy.copied) t.set_lazy_view_resolved();
         return finish_import(std::move(t), request, lazy.copied);
       }
     }
