@@ -76,6 +76,10 @@ struct LearntTarget {
   // each stands, the importer found then is still the one.
   mutable std::vector<std::pair<nb::object, uint64_t>> stamps;
   mutable nb::object found_importer;
+  // The dtype objects of direct_types' arrays seen so far (held, so never
+  // reused), and whether each is one of plan_target.setting_dtypes. Under
+  // targets_mutex.
+  mutable std::vector<std::pair<nb::object, bool>> direct_dtypes;
 };
 
 using TargetRef = std::shared_ptr<const LearntTarget>;
@@ -435,13 +439,39 @@ bool is_own_array(PyObject* x, const LearntTarget& t) { return is_instance_of_an
 // cannot take; a refusal sends convert to its plan (carry_out_decision).
 // Exactly those classes: a subclass may override __dlpack__ (with one that
 // converts itself again, say), and only dlbridge's own import guards that.
-// A target with dtypes held only under a setting takes nothing directly
-// while the setting is off: its importer would narrow those silently.
+// Whether x, an array of one of direct_types, may hold a dtype that its
+// target takes only under a setting: its dtype object (x.dtype) parsed once
+// per distinct object; anything unreadable counts as "may" (the plan decides).
+bool may_hold_setting_dtype(PyObject* x, const LearntTarget& t) {
+  static PyObject* const dtype_name_attr = PyUnicode_InternFromString("dtype");
+  nb::object dtype = nb::steal(PyObject_GetAttr(x, dtype_name_attr));
+  if (!dtype.is_valid()) {
+    PyErr_Clear();
+    return true;
+  }
+  {
+    StateLock lock(targets_mutex);
+    for (const auto& [seen, held] : t.direct_dtypes)
+      if (seen.ptr() == dtype.ptr()) return held;
+  }
+  bool held = true;
+  try {
+    held = t.plan_target.setting_dtypes.contains(dtype_from_python(dtype));
+  } catch (const nb::python_error&) {
+  } catch (const Error&) {
+  }
+  StateLock lock(targets_mutex);
+  if (t.direct_dtypes.size() < 64) t.direct_dtypes.emplace_back(std::move(dtype), held);
+  return held;
+}
+
+// A dtype its target holds only under a setting goes directly only while
+// the setting is on: its importer would narrow it silently otherwise.
 bool hands_directly(PyObject* x, const LearntTarget& t, const ConvertRequest& request) {
   if (request.device != Py_None || request.copy || t.direct_types.empty()) return false;
   for (const nb::object& type : t.direct_types)
     if (Py_TYPE(x) == reinterpret_cast<PyTypeObject*>(type.ptr()))
-      return !t.plan_target.setting_on || t.plan_target.setting_on();
+      return !t.plan_target.setting_on || !may_hold_setting_dtype(x, t) || t.plan_target.setting_on();
   return false;
 }
 

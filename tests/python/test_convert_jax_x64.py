@@ -85,12 +85,16 @@ def test_the_setting_is_read_at_every_conversion(x64):
     assert dlbridge.plan_convert(a, "jax").action == "hand_over"
 
 
-def test_narrower_dtypes_still_go_to_jax_while_it_is_off(x64):
+def test_narrower_dtypes_still_go_to_jax_directly_while_it_is_off(x64):
     x64(False)
     for a in (np.arange(4, dtype=np.float32), np.arange(4, dtype=np.int32), np.ones(3, np.complex64)):
         out = dlbridge.convert(a, "jax")
         assert out.dtype == a.dtype
         np.testing.assert_array_equal(np.asarray(out), a)
+        assert dlbridge.plan_convert(a, "jax").via == "direct"
+    # A 64-bit one never goes directly while the setting is off (JAX would narrow it).
+    with pytest.raises(dlbridge.UnsupportedDTypeError):
+        dlbridge.plan_convert(np.arange(4), "jax")
 
 
 def test_jax_default_settings_refuse_in_a_fresh_process():
