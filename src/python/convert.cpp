@@ -618,7 +618,10 @@ Tensor planned_tensor(Tensor tensor, const ConvertPlan& plan) {
     if (plan.swap_bytes) {
       // Into dlbridge's own (aligned) buffer, swapped there: the one copy.
       Tensor out = copy_tensor(tensor, tensor.view().device());
-      swap_byte_order(out.view());
+      {
+        GilReleased unlocked;  // touches only dlbridge's new buffer
+        swap_byte_order(out.view());
+      }
       return out;
     }
     if (plan.unpack) {

@@ -126,6 +126,10 @@ nb::object wrap_tensor(Tensor tensor) {
   return out;
 }
 
+// A host copy below this size runs with the GIL held: releasing and taking
+// it again costs more than such a copy.
+constexpr int64_t small_copy_bytes = int64_t(1) << 20;
+
 Tensor carry_out_plan(Tensor source, const ExchangePlan& plan, StreamArg stream) {
   const TensorView& v = source.view();
   if (!plan.copy) {
@@ -136,10 +140,6 @@ Tensor carry_out_plan(Tensor source, const ExchangePlan& plan, StreamArg stream)
   // The copy's flags describe the tensor, not the exchange (see
   // tensor_from_managed): IS_COPIED goes on the capsule, not here.
   constexpr uint64_t flags = 0;
-  // A small host copy runs with the GIL held: releasing it costs more than
-  // the copy (Tensor.copy() of 8x8 float32: 4600 instructions,
-  // bench/callgrind.py).
-  constexpr int64_t small_copy_bytes = int64_t(1) << 20;
   if (!plan.to && !stream.given && v.nbytes() < small_copy_bytes)
     return tensor_from_managed(copy_to_compact(v, flags));  // carry_out's host-only copy
   Tensor out;
@@ -152,9 +152,7 @@ Tensor carry_out_plan(Tensor source, const ExchangePlan& plan, StreamArg stream)
 
 Tensor copy_tensor(const Tensor& source, Device target, StreamArg consumer_stream) {
   // A small CPU-to-CPU copy with no stream is what the plan below would
-  // decide (host only, no backend), reached without planning: Tensor.copy()
-  // of 8x8 float32 costs 3600 instructions this way, 3800 through the plan.
-  constexpr int64_t small_copy_bytes = int64_t(1) << 20;
+  // decide (host only, no backend), reached without planning.
   if (!consumer_stream.given && target == Device{} && source.view().device() == Device{} &&
       source.view().nbytes() < small_copy_bytes)
     return tensor_from_managed(copy_to_compact(source.view(), 0));
