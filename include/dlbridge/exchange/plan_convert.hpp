@@ -32,6 +32,7 @@
 #include "../error.hpp"
 #include "../layout.hpp"
 #include "../tensor_view.hpp"
+#include "byte_order.hpp"  // carries out ConvertPlan::swap_bytes
 #include "plan.hpp"
 
 namespace dlbridge {
