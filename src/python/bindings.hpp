@@ -49,6 +49,11 @@ class Tensor {
   // no more than what came in (docs/boundary.md).
   bool writability_unknown() const noexcept { return writability_unknown_; }
   void set_writability_unknown() noexcept { writability_unknown_ = true; }
+  // What the planners read (plan_export, plan_convert).
+  Writability writability() const noexcept {
+    if (writability_unknown_) return Writability::unknown;
+    return view().readonly() ? Writability::read_only : Writability::writable;
+  }
   // Its memory is a copy the import made of a lazy view (torch's conjugate
   // or negative bit resolved): new, private and writable, the one copy a
   // request may make.

@@ -487,15 +487,13 @@ struct Imported {
   const Tensor& tensor() const noexcept { return source != nullptr ? *source : *owned; }
 };
 
-Writability writability_of(const Tensor& t);
-
 // Imports x into out: a dlbridge.Tensor with no device asked is read in place
 // (from_dlpack would return it as it is).
 void import_source(PyObject* x, const ConvertRequest& request, Imported& out) {
   if (request.device == Py_None) {
     out.source = as_tensor(x);
     if (out.source != nullptr) {
-      out.facts.writability = writability_of(*out.source);
+      out.facts.writability = out.source->writability();
       return;
     }
   }
@@ -518,7 +516,7 @@ void import_source(PyObject* x, const ConvertRequest& request, Imported& out) {
     out.facts.other_byte_order = true;
   }
   const Tensor& t = *out.owned;
-  out.facts.writability = writability_of(t);
+  out.facts.writability = t.writability();
   const auto& storage = t.storage();
   if (t.lazy_view_resolved())
     out.facts.copied |= copy_for_lazy_view;
@@ -526,10 +524,6 @@ void import_source(PyObject* x, const ConvertRequest& request, Imported& out) {
     out.facts.copied |= exchange.device ? copy_for_device : copy_by_producer;
 }
 
-Writability writability_of(const Tensor& t) {
-  if (t.writability_unknown()) return Writability::unknown;
-  return t.view().readonly() ? Writability::read_only : Writability::writable;
-}
 
 enum class Via : uint8_t { input, direct, dlbridge, importer, exchange_api, adapter, capsule, extension };
 

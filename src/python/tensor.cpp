@@ -181,15 +181,12 @@ StreamArg stream_from_python(nb::handle stream) {
 }
 
 nb::object export_capsule(const Tensor& tensor, const ExchangeRequest& request) {
-  if (tensor.writability_unknown() &&
-      negotiate_format(request.max_version) == ExportFormat::legacy) {
-    // Legacy in, legacy out: the capsule claims no more than the one that
-    // delivered the memory (a JAX -> dlbridge -> JAX round trip).
-    const TensorView& v = tensor.view();
-    return export_capsule(Tensor(tensor.storage(), v.with_flags(v.flags() & ~DLBRIDGE_FLAG_READ_ONLY)),
-                          request);
+  const TensorView& v = tensor.view();
+  const ExchangePlan plan = plan_export(v, tensor.writability(), request);
+  if (plan.drop_read_only) {
+    const Tensor as_delivered(tensor.storage(), v.with_flags(v.flags() & ~DLBRIDGE_FLAG_READ_ONLY));
+    return make_capsule(carry_out_plan(as_delivered, plan, request.stream), plan.format, 0);
   }
-  const ExchangePlan plan = plan_export(tensor.view(), request);
   return make_capsule(carry_out_plan(tensor, plan, request.stream), plan.format,
                       plan.copy ? DLBRIDGE_FLAG_IS_COPIED : 0);
 }

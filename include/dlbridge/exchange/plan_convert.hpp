@@ -44,13 +44,6 @@ enum class ReadOnlyRule : uint8_t {
   ignored,    // may write through the result: read-only data must not reach it
 };
 
-// What the source says about writes through its memory.
-enum class Writability : uint8_t {
-  writable,
-  read_only,  // READ_ONLY is set
-  unknown,    // a legacy capsule delivered it: it says nothing either way
-};
-
 // A set of dtypes, as a target lists them. Membership costs a few
 // instructions for the single-lane dtypes of whole bytes (one bit each, by
 // code and width: every dtype a library lists today) and a scan of the
