@@ -22,7 +22,7 @@ from . import _core, errors as _errors
 _core._register_error_classes(_errors.ERROR_CLASSES, _errors.DLPackError)
 
 from ._paths import get_cmake_dir, get_include, get_pkgconfig_dir  # for C++ extension authors
-from .convert import convert, plan_convert
+from .convert import alias_readonly, convert, plan_convert
 from ._core import ConversionPlan
 from . import libraries as _libraries
 from .libraries import arrow as _arrow
@@ -50,7 +50,7 @@ from .errors import (
 from .explain import explain
 
 __all__ = [
-    "DLPACK_VERSION", "ConversionPlan", "convert", "plan_convert", "explain", "Device", "DeviceType", "DType", "Tensor", "__version__", "empty", "from_dlpack",
+    "DLPACK_VERSION", "ConversionPlan", "alias_readonly", "convert", "plan_convert", "explain", "Device", "DeviceType", "DType", "Tensor", "__version__", "empty", "from_dlpack",
     "inspect_capsule", "to_dlpack", "ConsumedCapsuleError", "CopyRequiredError", "DeviceUnavailableError",
     "DLPackError", "InvalidTensorError", "LayoutError", "ProducerError", "ReadOnlyError", "StreamError",
     "UnsupportedDeviceError", "UnsupportedDTypeError", "VersionError",

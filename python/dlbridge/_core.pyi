@@ -265,7 +265,7 @@ class ConversionPlan:
     @property
     def reasons(self) -> tuple[str, ...]:
         """
-        Why a copy is made: any of 'requested', 'read_only', 'layout', 'unpacking', 'target_import', 'alignment', 'device', 'producer', 'byte_order'.
+        Why a copy is made: any of 'device', 'producer', 'lazy_view', 'byte_order', 'requested', 'read_only', 'layout', 'unpacking', 'target_import', 'alignment'.
         """
 
     @property
@@ -287,17 +287,25 @@ class ConversionPlan:
         """Host-accessible memory (pinned, managed) is handed over as kDLCPU."""
 
     @property
+    def alias_readonly(self) -> bool:
+        """
+        Read-only (or writability-unknown) data is handed over zero-copy to a target that cannot see READ_ONLY, because the caller accepted it (alias_readonly=True or dlbridge.alias_readonly()).
+        """
+
+    @property
     def zero_copy(self) -> bool:
         """Whether the result shares x's memory."""
 
     def __repr__(self) -> str: ...
 
-def convert(x: object, to: object, /, *, device: DeviceLike | None = None, copy: bool | None = None, keep_non_arrays: bool = False) -> Any:
+def convert(x: object, to: object, /, *, device: DeviceLike | None = None, copy: bool | None = None,
+            alias_readonly: bool | None = None, keep_non_arrays: bool = False) -> Any:
     """
-    Hand x to `to` (a library name of dlbridge.libraries.TARGETS, "dlbridge", or a module or callable with from_dlpack) with the least work the target accepts: x itself when it is already the target's array, zero-copy where nothing can be written through the result into memory that must not change, otherwise exactly one copy (copy=None); copy=True always hands over one private, writable copy; copy=False never copies and refuses with a coded error. A torch tensor that requires grad is handed over as its detached, read-only view (no warning; docs/convert.md). dlbridge.plan_convert(x, to) says what convert would do and why. x may also be a structure: nested dicts, lists, tuples and named tuples of arrays, an Arrow Table or RecordBatch (a dict of columns), or a JAX pytree node where JAX is imported; each array is converted as a call of its own, and a leaf that is not an array is refused (with its path) unless keep_non_arrays=True.
+    Hand x to `to` (a library name of dlbridge.libraries.TARGETS, "dlbridge", or a module or callable with from_dlpack) with the least work the target accepts: x itself when it is already the target's array, zero-copy where nothing can be written through the result into memory that must not change, otherwise exactly one copy (copy=None); copy=True always hands over one private, writable copy; copy=False never copies and refuses with a coded error. A torch tensor that requires grad is handed over as its detached, read-only view (no warning; docs/convert.md). alias_readonly=True (or, when None, an enclosing `with dlbridge.alias_readonly():`) accepts that read-only or writability-unknown memory reaches a target that cannot see READ_ONLY zero-copy, exactly as the target's own from_dlpack would hand it over: never write through such a result. dlbridge.plan_convert(x, to) says what convert would do and why. x may also be a structure: nested dicts, lists, tuples and named tuples of arrays, an Arrow Table or RecordBatch (a dict of columns), or a JAX pytree node where JAX is imported; each array is converted as a call of its own, and a leaf that is not an array is refused (with its path) unless keep_non_arrays=True.
     """
 
-def plan_convert(x: object, to: object, /, *, device: DeviceLike | None = None, copy: bool | None = None, keep_non_arrays: bool = False) -> ConversionPlan | Any:
+def plan_convert(x: object, to: object, /, *, device: DeviceLike | None = None, copy: bool | None = None,
+                 alias_readonly: bool | None = None, keep_non_arrays: bool = False) -> ConversionPlan | Any:
     """
-    What dlbridge.convert(x, to, device=device, copy=copy) would do, and why, without handing anything over: the same decision convert carries out (x is imported to see it). Raises the coded error convert would raise. For a structure: the same structure of plans.
+    What dlbridge.convert(x, to, device=device, copy=copy, alias_readonly=alias_readonly) would do, and why, without handing anything over: the same decision convert carries out (x is imported to see it). Raises the coded error convert would raise. For a structure: the same structure of plans.
     """

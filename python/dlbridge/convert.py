@@ -1,15 +1,16 @@
 """``dlbridge.convert``: hand an array to another library with the least work it accepts.
 
 ``convert`` and ``plan_convert`` are the extension's (src/python/convert.cpp); the decision
-they carry out is the core's ``plan_convert`` (include/dlbridge/convert_plan.hpp). What each
+they carry out is the core's ``plan_convert`` (include/dlbridge/exchange/plan_convert.hpp). What each
 library accepts is stated in its module of ``dlbridge.libraries``. This module only says
 which description a target names (``_target_of``); it decides nothing about a hand-over.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from . import _core, libraries
 from .libraries._spec import Target
@@ -81,6 +82,22 @@ def _described_object(to) -> tuple[str, Target | None, Callable[..., Any]]:
             # A library we have data for, passed as an object rather than by name.
             return library, TARGETS[library], fn
     return name, Target(name, **_UNKNOWN), fn
+
+
+@contextlib.contextmanager
+def alias_readonly(enabled: bool = True) -> Iterator[None]:
+    """Inside the block, ``convert`` and ``plan_convert`` calls that pass no ``alias_readonly=``
+    take it as ``enabled``: read-only or writability-unknown memory reaches a target that cannot
+    see READ_ONLY (torch, paddle, ...) zero-copy, exactly as that library's own ``from_dlpack``
+    would hand it over, instead of as one private copy. Never write through such a result.
+    A context variable: each thread and asyncio task has its own; blocks nest."""
+    if not isinstance(enabled, bool):
+        raise TypeError(f"alias_readonly(enabled) must be True or False, got {type(enabled).__name__}")
+    token = _core._alias_readonly_scope.set(enabled)
+    try:
+        yield
+    finally:
+        _core._alias_readonly_scope.reset(token)
 
 
 convert = _core.convert

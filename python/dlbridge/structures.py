@@ -193,24 +193,26 @@ def _jax_node(walk: _Walk, x, path: Callable[[], str]):
     return tree_util.tree_unflatten(treedef, out)
 
 
-def _walk(one: Callable[..., Any], x, to, device, copy, keep_non_arrays: bool):
+def _walk(one: Callable[..., Any], x, to, device, copy, alias_readonly, keep_non_arrays: bool):
     keywords = {}
     if device is not None:
         keywords["device"] = device
     if copy is not None:
         keywords["copy"] = copy
+    if alias_readonly is not None:
+        keywords["alias_readonly"] = alias_readonly
     walk = _Walk(one, to, keywords, bool(keep_non_arrays))
     return walk.walk(x, _root)
 
 
-def convert_structure(x, to, /, *, device=None, copy=None, keep_non_arrays: bool = False):
+def convert_structure(x, to, /, *, device=None, copy=None, alias_readonly=None, keep_non_arrays: bool = False):
     """dlbridge.convert of a structure: the same structure, each array converted as a call of its own."""
-    return _walk(_core._convert_leaf, x, to, device, copy, keep_non_arrays)
+    return _walk(_core._convert_leaf, x, to, device, copy, alias_readonly, keep_non_arrays)
 
 
-def plan_structure(x, to, /, *, device=None, copy=None, keep_non_arrays: bool = False):
+def plan_structure(x, to, /, *, device=None, copy=None, alias_readonly=None, keep_non_arrays: bool = False):
     """dlbridge.plan_convert of a structure: the same structure of ConversionPlans (None for a kept leaf)."""
-    return _walk(_core._plan_convert_leaf, x, to, device, copy, keep_non_arrays)
+    return _walk(_core._plan_convert_leaf, x, to, device, copy, alias_readonly, keep_non_arrays)
 
 
 def is_structure(x) -> bool:

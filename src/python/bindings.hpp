@@ -49,6 +49,16 @@ class Tensor {
   // no more than what came in (docs/boundary.md).
   bool writability_unknown() const noexcept { return writability_unknown_; }
   void set_writability_unknown() noexcept { writability_unknown_ = true; }
+  // What the planners read (plan_export, plan_convert).
+  Writability writability() const noexcept {
+    if (writability_unknown_) return Writability::unknown;
+    return view().readonly() ? Writability::read_only : Writability::writable;
+  }
+  // Its memory is a copy the import made of a lazy view (torch's conjugate
+  // or negative bit resolved): new, private and writable, the one copy a
+  // request may make.
+  bool lazy_view_resolved() const noexcept { return lazy_view_resolved_; }
+  void set_lazy_view_resolved() noexcept { lazy_view_resolved_ = true; }
   // The same tensor, its memory known to be writable after all (a library
   // states it of its legacy capsules: python/dlbridge/libraries/).
   Tensor known_writable() const {
@@ -59,6 +69,7 @@ class Tensor {
   Tensor with_view(TensorView view) const {
     Tensor out(storage_, std::move(view));
     out.writability_unknown_ = writability_unknown_;
+    out.lazy_view_resolved_ = lazy_view_resolved_;
     return out;
   }
 
@@ -66,6 +77,7 @@ class Tensor {
   std::shared_ptr<const ManagedTensor> storage_;
   std::shared_ptr<const TensorView> view_;
   bool writability_unknown_ = false;
+  bool lazy_view_resolved_ = false;
 };
 
 // What a caller of __dlpack__ / from_dlpack asks for, once parsed, is the

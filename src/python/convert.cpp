@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include <dlbridge/exchange/byte_order.hpp>
 #include <dlbridge/exchange/plan_convert.hpp>
 
 #include "bindings.hpp"
@@ -76,6 +77,10 @@ struct LearntTarget {
   // each stands, the importer found then is still the one.
   mutable std::vector<std::pair<nb::object, uint64_t>> stamps;
   mutable nb::object found_importer;
+  // The dtype objects of direct_types' arrays seen so far (held, so never
+  // reused), and whether each is one of plan_target.setting_dtypes. Under
+  // targets_mutex.
+  mutable std::vector<std::pair<nb::object, bool>> direct_dtypes;
 };
 
 using TargetRef = std::shared_ptr<const LearntTarget>;
@@ -163,6 +168,26 @@ void learn_extension(LearntTarget& t, nb::handle extension) {
 }
 
 void learn_exchange_api(LearntTarget& t, nb::handle type_path);
+
+// Target.dtype_setting: its dtypes, and where the setting's value is read
+// on each plan for one of them (getattr(holder, attribute): a setting can
+// change at run time, and per thread).
+void learn_setting(ConvertTarget& p, nb::handle setting) {
+  p.setting_dtypes = DTypeSet(dtypes_of(setting.attr("dtypes")));
+  p.setting_hint = utf8_of(nb::str(setting.attr("hint")));
+  nb::tuple where = nb::borrow<nb::tuple>(setting.attr("state")());
+  if (where.size() != 2) throw nb::type_error("convert: DTypeSetting.state() must give (object, attribute).");
+  auto holder = std::make_shared<nb::object>(nb::borrow(where[0]));
+  auto attribute = std::make_shared<nb::object>(interned_str(where[1]));
+  p.setting_on = [holder, attribute]() -> bool {
+    PyObject* value = PyObject_GetAttr(holder->ptr(), attribute->ptr());
+    if (value == nullptr) throw nb::python_error();
+    const int on = PyObject_IsTrue(value);
+    Py_DECREF(value);
+    if (on < 0) throw nb::python_error();
+    return on == 1;
+  };
+}
 PyObject* current_importer(const LearntTarget& t);
 
 // A Target (libraries/_spec.py) as the planner's ConvertTarget and how to hand over.
@@ -183,11 +208,15 @@ void learn_description(LearntTarget& t, nb::handle spec) {
   p.copies_on_import = nb::cast<bool>(spec.attr("copies_on_import"));
   p.alignment = nb::cast<uint32_t>(spec.attr("alignment"));
   p.zero_dim = nb::cast<bool>(spec.attr("zero_dim"));
+  p.legacy_capsules_only = nb::cast<bool>(spec.attr("legacy_capsules_only"));
+  nb::object setting = spec.attr("dtype_setting");
+  if (!setting.is_none()) learn_setting(p, setting);
   nb::object max_extent = spec.attr("max_extent");
   if (!max_extent.is_none()) p.max_extent = nb::cast<int64_t>(max_extent);
 
   HandOver& h = t.hand;
   h.capsule = utf8_of(spec.attr("takes")) == "capsule";
+  p.legacy_capsules_only = p.legacy_capsules_only || h.capsule;  // dlbridge hands it a legacy capsule
   h.copy_keyword = nb::cast<bool>(spec.attr("copy_keyword"));
   nb::object adapter = spec.attr("hand_over");
   if (!adapter.is_none()) h.adapter = adapter;
@@ -381,8 +410,21 @@ TargetRef find_target(PyObject* to) {
 struct ConvertRequest {
   PyObject* device = Py_None;
   std::optional<bool> copy;
-  bool shortcuts = true;  // false: the general path, for the differential test
+  std::optional<bool> alias_readonly;  // absent: the scope's (dlbridge.alias_readonly())
 };
+
+// The scope of dlbridge.alias_readonly(): a context variable, so each thread
+// and task has its own; read only where a plan would copy protected data.
+PyObject* alias_scope_var = nullptr;
+
+bool alias_scope_on() {
+  if (alias_scope_var == nullptr) return false;
+  PyObject* value = nullptr;
+  if (PyContextVar_Get(alias_scope_var, Py_False, &value) < 0) throw nb::python_error();
+  const bool on = value == Py_True;
+  Py_XDECREF(value);
+  return on;
+}
 
 bool is_instance_of_any(PyObject* x, const std::vector<nb::object>& types) {
   for (const nb::object& type : types)
@@ -398,28 +440,52 @@ bool is_own_array(PyObject* x, const LearntTarget& t) { return is_instance_of_an
 // cannot take; a refusal sends convert to its plan (carry_out_decision).
 // Exactly those classes: a subclass may override __dlpack__ (with one that
 // converts itself again, say), and only dlbridge's own import guards that.
+// Whether x, an array of one of direct_types, may hold a dtype that its
+// target takes only under a setting: its dtype object (x.dtype) parsed once
+// per distinct object; anything unreadable counts as "may" (the plan decides).
+bool may_hold_setting_dtype(PyObject* x, const LearntTarget& t) {
+  static PyObject* const dtype_name_attr = PyUnicode_InternFromString("dtype");
+  nb::object dtype = nb::steal(PyObject_GetAttr(x, dtype_name_attr));
+  if (!dtype.is_valid()) {
+    PyErr_Clear();
+    return true;
+  }
+  {
+    StateLock lock(targets_mutex);
+    for (const auto& [seen, held] : t.direct_dtypes)
+      if (seen.ptr() == dtype.ptr()) return held;
+  }
+  bool held = true;
+  try {
+    held = t.plan_target.setting_dtypes.contains(dtype_from_python(dtype));
+  } catch (const nb::python_error&) {
+  } catch (const Error&) {
+  }
+  StateLock lock(targets_mutex);
+  if (t.direct_dtypes.size() < 64) t.direct_dtypes.emplace_back(std::move(dtype), held);
+  return held;
+}
+
+// A dtype its target holds only under a setting goes directly only while
+// the setting is on: its importer would narrow it silently otherwise.
 bool hands_directly(PyObject* x, const LearntTarget& t, const ConvertRequest& request) {
-  if (!request.shortcuts || request.device != Py_None || request.copy || t.direct_types.empty()) return false;
+  if (request.device != Py_None || request.copy || t.direct_types.empty()) return false;
   for (const nb::object& type : t.direct_types)
-    if (Py_TYPE(x) == reinterpret_cast<PyTypeObject*>(type.ptr())) return true;
+    if (Py_TYPE(x) == reinterpret_cast<PyTypeObject*>(type.ptr()))
+      return !t.plan_target.setting_on || !may_hold_setting_dtype(x, t) || t.plan_target.setting_on();
   return false;
 }
 
-// x imported, and whether the import itself made the one copy that the
-// request allows (a move to device=, a byte-swapped copy of NumPy data in
-// the other byte order). Writability is what the source said.
+// x imported, and what the plan must know of the import: the copy it
+// made (a move to device=, a producer's copy, a resolved lazy view), or
+// that the memory holds NumPy data in the other byte order, read as it is.
+// Writability is what the source said.
 struct Imported {
   const Tensor* source = nullptr;  // x's own tensor: x is a dlbridge.Tensor, taken as it is
   std::optional<Tensor> owned;     // otherwise what was imported from x
-  uint32_t reasons = 0;            // ImportReason bits
+  ConvertSource facts;
 
   const Tensor& tensor() const noexcept { return source != nullptr ? *source : *owned; }
-};
-
-enum ImportReason : uint32_t {
-  moved_device = 1u << 0,    // device= asked for a move, which the producer or dlbridge made
-  producer_copy = 1u << 1,   // the producer delivered a copy (IS_COPIED)
-  swapped_bytes = 1u << 2,   // NumPy data in the other byte order, swapped into a copy
 };
 
 // Imports x into out: a dlbridge.Tensor with no device asked is read in place
@@ -427,7 +493,10 @@ enum ImportReason : uint32_t {
 void import_source(PyObject* x, const ConvertRequest& request, Imported& out) {
   if (request.device == Py_None) {
     out.source = as_tensor(x);
-    if (out.source != nullptr) return;
+    if (out.source != nullptr) {
+      out.facts.writability = out.source->writability();
+      return;
+    }
   }
   ExchangeRequest exchange;
   if (request.device != Py_None) exchange.device = dl_device_from_python(request.device);
@@ -436,28 +505,26 @@ void import_source(PyObject* x, const ConvertRequest& request, Imported& out) {
   if (request.copy == false) exchange.copy = false;
   try {
     out.owned = import_object(x, exchange, "dlbridge.convert");
-  } catch (...) {
-    nb::object swapped = request.copy == false ? nb::object() : numpy::native_byte_order_copy(x);
-    if (!swapped.is_valid()) throw;
-    out.owned = import_object(swapped, exchange, "dlbridge.convert");
-    out.reasons |= swapped_bytes;
+  } catch (const Error& refusal) {
+    // The import's refusal of NumPy data in the other byte order (DLPack
+    // has none): its memory is read as it is, and the plan decides the one
+    // byte-swapped copy (or refuses it under copy=False).
+    // (NumPy's memory is the host's: device= may name only the CPU.)
+    if (refusal.code() != ErrorCode::unsupported_dtype || (exchange.device && *exchange.device != Device{})) throw;
+    std::optional<Tensor> raw = numpy::other_byte_order_tensor(x);
+    if (!raw) throw;
+    out.owned = std::move(*raw);
+    out.facts.other_byte_order = true;
   }
-  const auto& storage = out.owned->storage();
-  if (out.reasons == 0 && storage && (storage->flags() & DLBRIDGE_FLAG_IS_COPIED))
-    out.reasons |= exchange.device ? moved_device : producer_copy;
+  const Tensor& t = *out.owned;
+  out.facts.writability = t.writability();
+  const auto& storage = t.storage();
+  if (t.lazy_view_resolved())
+    out.facts.copied |= copy_for_lazy_view;
+  else if (storage && (storage->flags() & DLBRIDGE_FLAG_IS_COPIED))
+    out.facts.copied |= exchange.device ? copy_for_device : copy_by_producer;
 }
 
-std::string import_why(uint32_t reasons) {
-  if (reasons & swapped_bytes) return "the source is in the byte order this machine does not use: one byte-swapped copy";
-  if (reasons & moved_device) return "device= moved the data, which is a copy";
-  if (reasons & producer_copy) return "the producer delivered a copy";
-  return {};
-}
-
-Writability writability_of(const Tensor& t) {
-  if (t.writability_unknown()) return Writability::unknown;
-  return t.view().readonly() ? Writability::read_only : Writability::writable;
-}
 
 enum class Via : uint8_t { input, direct, dlbridge, importer, exchange_api, adapter, capsule, extension };
 
@@ -490,13 +557,12 @@ bool entry_takes_view(const HandOver& h, const TensorView& v) {
 }
 
 // The entry does no stream synchronisation: host memory only.
-Via choose_hand_over(const LearntTarget& t, const ConvertPlan& plan, const TensorView& v, PyObject* importer,
-                     bool shortcuts) {
+Via choose_hand_over(const LearntTarget& t, const ConvertPlan& plan, const TensorView& v, PyObject* importer) {
   if (plan.action == ConvertAction::hand_over_extension) return Via::extension;
   if (t.hand.adapter.is_valid() && !entry_takes_view(t.hand, v)) return Via::adapter;
   if (t.hand.capsule) return Via::capsule;
   const bool on_host = plan.host_alias || v.device() == Device{};
-  if (shortcuts && on_host && t.hand.api != nullptr && importer == t.hand.api_function.ptr())
+  if (on_host && t.hand.api != nullptr && importer == t.hand.api_function.ptr())
     return Via::exchange_api;
   return Via::importer;
 }
@@ -518,11 +584,12 @@ Decision decide(PyObject* x, const LearntTarget& t, const ConvertRequest& reques
   }
   import_source(x, request, d.imported.emplace());
   const Tensor& tensor = d.imported->tensor();
-  std::optional<bool> copy = request.copy;
-  // A copy the import made is the one copy: private and writable.
-  if (d.imported->reasons != 0 && copy == true) copy = std::nullopt;
-  d.plan = plan_convert(tensor.view(), writability_of(tensor), t.plan_target, copy);
-  if (!t.to_dlbridge) d.via = choose_hand_over(t, d.plan, tensor.view(), importer, request.shortcuts);
+  ConvertOptions options;
+  options.copy = request.copy;
+  options.alias_readonly = request.alias_readonly;
+  options.alias_scope = alias_scope_on;
+  d.plan = plan_convert(tensor.view(), d.imported->facts, t.plan_target, options);
+  if (!t.to_dlbridge) d.via = choose_hand_over(t, d.plan, tensor.view(), importer);
   return d;
 }
 
@@ -535,7 +602,7 @@ nb::object extension_dtype(const LearntTarget& t, DType dtype) {
 
 // Whether the plan hands over the imported tensor itself (no copy, no relabelling).
 bool hands_imported_tensor(const ConvertPlan& plan) noexcept {
-  return plan.copy != CopyBy::dlbridge && !plan.host_alias && !plan.legacy_capsule_ok;
+  return plan.copy != CopyBy::dlbridge && !plan.host_alias && !plan.legacy_capsule_ok && !plan.alias_readonly;
 }
 
 // The tensor the plan hands over where it is not the imported one:
@@ -543,6 +610,15 @@ bool hands_imported_tensor(const ConvertPlan& plan) noexcept {
 Tensor planned_tensor(Tensor tensor, const ConvertPlan& plan) {
   if (plan.host_alias) tensor = tensor.with_view(tensor.view().with_device(Device{}));
   if (plan.copy == CopyBy::dlbridge) {
+    if (plan.swap_bytes) {
+      // Into dlbridge's own (aligned) buffer, swapped there: the one copy.
+      Tensor out = copy_tensor(tensor, tensor.view().device());
+      {
+        GilReleased unlocked;  // touches only dlbridge's new buffer
+        swap_byte_order(out.view());
+      }
+      return out;
+    }
     if (plan.unpack) {
       ManagedTensor out;
       {
@@ -553,6 +629,7 @@ Tensor planned_tensor(Tensor tensor, const ConvertPlan& plan) {
     }
     return copy_tensor(tensor, tensor.view().device());
   }
+  if (plan.alias_readonly) return tensor.known_writable();  // as the target's own from_dlpack takes it
   if (plan.legacy_capsule_ok) {
     // The target never writes through it: it may leave as a legacy capsule.
     Tensor out = tensor.with_view(tensor.view());
@@ -614,6 +691,7 @@ PyObject* carry_out_decision(PyObject* x, const LearntTarget& t, const ConvertRe
     }
     case Via::importer:
     case Via::input:
+    case Via::direct:  // re-decided above when the importer refused x itself
       break;
   }
   nb::object arg = tensor_object(x, tensor, unchanged);
@@ -625,7 +703,7 @@ PyObject* carry_out_decision(PyObject* x, const LearntTarget& t, const ConvertRe
 template <typename Finish>
 PyObject* convert_call(PyObject* x, PyObject* to, const ConvertRequest& request, Finish&& finish) {
   if (installed_targets.get() == nullptr) throw nb::type_error("convert: dlbridge.convert is not set up.");
-  TargetRef target = PyUnicode_CheckExact(to) && request.shortcuts ? find_target(to) : learn_target(to);
+  TargetRef target = PyUnicode_CheckExact(to) ? find_target(to) : learn_target(to);
   nb::object importer;
   if (!target->to_dlbridge) {
     importer = nb::steal(current_importer(*target));
@@ -642,19 +720,28 @@ PyObject* convert_call(PyObject* x, PyObject* to, const ConvertRequest& request,
   return finish(x, *target, d, importer.ptr());
 }
 
+std::optional<bool> alias_from_python(PyObject* value) {
+  if (!PyBool_Check(value))
+    throw nb::type_error(("alias_readonly must be True, False or None, got " +
+                          std::string(Py_TYPE(value)->tp_name) + ".")
+                             .c_str());
+  return value == Py_True;
+}
+
 ConvertRequest parse_request(const char* function, PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames,
                              int positional) {
-  static PyObject* const names[] = {interned("device"), interned("copy")};
+  static PyObject* const names[] = {interned("device"), interned("copy"), interned("alias_readonly")};
   const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
   if (nargs != positional)
     throw nb::type_error((std::string(function) + "() takes exactly two positional arguments (" +
                           std::to_string(nargs) + " given).")
                              .c_str());
-  PyObject* values[2] = {Py_None, Py_None};
-  if (kwnames != nullptr) match_keywords(function, names, 2, args + positional, kwnames, values);
+  PyObject* values[3] = {Py_None, Py_None, Py_None};
+  if (kwnames != nullptr) match_keywords(function, names, 3, args + positional, kwnames, values);
   ConvertRequest request;
   request.device = values[0];
   if (values[1] != Py_None) request.copy = copy_from_python(values[1]);
+  if (values[2] != Py_None) request.alias_readonly = alias_from_python(values[2]);
   if (values[0] != Py_None) (void)dl_device_from_python(values[0]);  // a bad device is refused first
   return request;
 }
@@ -684,14 +771,18 @@ PyMethodDef convert_leaf_def = {
 PyMethodDef convert_def = {
     "convert", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(convert_entry)),
     METH_FASTCALL | METH_KEYWORDS,
-    "convert(x, to, /, *, device=None, copy=None, keep_non_arrays=False)\n--\n\n"
+    "convert(x, to, /, *, device=None, copy=None, alias_readonly=None, keep_non_arrays=False)\n--\n\n"
     "Hand x to `to` (a library name of dlbridge.libraries.TARGETS, \"dlbridge\", or a module or "
     "callable with from_dlpack) with the least work the target accepts: x itself when it is "
     "already the target's array, zero-copy where nothing can be written through the result into "
     "memory that must not change, otherwise exactly one copy (copy=None); copy=True always hands "
     "over one private, writable copy; copy=False never copies and refuses with a coded error. "
     "A torch tensor that requires grad is handed over as its detached, read-only view (no "
-    "warning; docs/convert.md). dlbridge.plan_convert(x, to) says what convert would do and why. x may also be a structure: "
+    "warning; docs/convert.md). "
+    "alias_readonly=True (or, when None, an enclosing `with dlbridge.alias_readonly():`) accepts that "
+    "read-only or writability-unknown memory reaches a target that cannot see READ_ONLY zero-copy, "
+    "exactly as the target's own from_dlpack would hand it over: never write through such a result. "
+    "dlbridge.plan_convert(x, to) says what convert would do and why. x may also be a structure: "
     "nested dicts, lists, tuples and named tuples of arrays, an Arrow Table or RecordBatch (a dict of "
     "columns), or a JAX pytree node where JAX is imported; each array is converted as a call of its own, "
     "and a leaf that is not an array is refused (with its path) unless keep_non_arrays=True."};
@@ -706,6 +797,7 @@ struct PlanSummary {
   std::string via;
   bool unpack = false;
   bool host_alias = false;
+  bool alias_readonly = false;
 };
 
 PlanSummary summarise(const LearntTarget& t, const Decision& d) {
@@ -721,23 +813,21 @@ PlanSummary summarise(const LearntTarget& t, const Decision& d) {
   s.action = p.action == ConvertAction::hand_over_extension ? "hand_over_extension" : "hand_over";
   s.unpack = p.unpack;
   s.host_alias = p.host_alias;
-  const uint32_t imported = d.imported->reasons;
+  s.alias_readonly = p.alias_readonly;
   const Tensor& tensor = d.imported->tensor();
-  s.copy = p.copy == CopyBy::dlbridge || (imported != 0 && p.copy == CopyBy::none) ? "dlbridge"
-           : p.copy == CopyBy::target                                               ? "target"
-                                                                                     : "none";
-  if (imported & moved_device) s.reasons.push_back("device");
-  if (imported & producer_copy) s.reasons.push_back("producer");
-  if (imported & swapped_bytes) s.reasons.push_back("byte_order");
+  // A copy the import made counts as dlbridge's: it was made for this call.
+  s.copy = p.copy == CopyBy::dlbridge || (p.copy == CopyBy::none && (p.reasons & copies_by_import)) ? "dlbridge"
+           : p.copy == CopyBy::target                                                               ? "target"
+                                                                                                     : "none";
   const std::pair<uint32_t, const char*> names[] = {
+      {copy_for_device, "device"},          {copy_by_producer, "producer"},
+      {copy_for_lazy_view, "lazy_view"},    {copy_for_byte_order, "byte_order"},
       {copy_requested, "requested"},        {copy_for_read_only, "read_only"},
       {copy_for_layout, "layout"},          {copy_for_unpacking, "unpacking"},
       {copy_by_target_import, "target_import"}, {copy_for_alignment, "alignment"}};
   for (const auto& [bit, name] : names)
     if (p.reasons & bit) s.reasons.push_back(name);
-  s.why = import_why(imported);
-  const std::string plan_why = convert_plan_why(p, tensor.view(), writability_of(tensor), t.plan_target);
-  if (!plan_why.empty()) s.why += (s.why.empty() ? "" : "; ") + plan_why;
+  s.why = convert_plan_why(p, tensor.view(), d.imported->facts.writability, t.plan_target);
   return s;
 }
 
@@ -773,8 +863,8 @@ PyMethodDef plan_convert_leaf_def = {
 PyMethodDef plan_convert_def = {
     "plan_convert", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(plan_convert_entry)),
     METH_FASTCALL | METH_KEYWORDS,
-    "plan_convert(x, to, /, *, device=None, copy=None, keep_non_arrays=False)\n--\n\n"
-    "What dlbridge.convert(x, to, device=device, copy=copy) would do, and why, without handing "
+    "plan_convert(x, to, /, *, device=None, copy=None, alias_readonly=None, keep_non_arrays=False)\n--\n\n"
+    "What dlbridge.convert(x, to, device=device, copy=copy, alias_readonly=alias_readonly) would do, and why, without handing "
     "anything over: the same decision convert carries out (x is imported to see it). Raises the "
     "coded error convert would raise. For a structure: the same structure of plans."};
 
@@ -795,8 +885,8 @@ void bind_convert(nb::module_& m) {
                      for (const std::string& r : s.reasons) out.append(nb::str(r.c_str()));
                      return nb::tuple(out);
                    },
-                   "Why a copy is made: any of 'requested', 'read_only', 'layout', 'unpacking', "
-                   "'target_import', 'alignment', 'device', 'producer', 'byte_order'.")
+                   "Why a copy is made: any of 'device', 'producer', 'lazy_view', 'byte_order', 'requested', "
+                   "'read_only', 'layout', 'unpacking', 'target_import', 'alignment'.")
       .def_ro("why", &PlanSummary::why, "The reasons in words; empty without a copy.")
       .def_ro("via", &PlanSummary::via,
               "How the target receives it: 'input', 'direct' (x itself, to its from_dlpack), 'dlbridge', 'importer' (its from_dlpack), 'exchange_api' "
@@ -805,6 +895,9 @@ void bind_convert(nb::module_& m) {
       .def_ro("unpack", &PlanSummary::unpack, "dlbridge's copy stores one value per byte.")
       .def_ro("host_alias", &PlanSummary::host_alias,
               "Host-accessible memory (pinned, managed) is handed over as kDLCPU.")
+      .def_ro("alias_readonly", &PlanSummary::alias_readonly,
+              "Read-only (or writability-unknown) data is handed over zero-copy to a target that cannot see "
+              "READ_ONLY, because the caller accepted it (alias_readonly=True or dlbridge.alias_readonly()).")
       .def_prop_ro("zero_copy", [](const PlanSummary& s) { return s.copy == "none"; },
                    "Whether the result shares x's memory.")
       .def("__repr__", [](const PlanSummary& s) {
@@ -817,19 +910,9 @@ void bind_convert(nb::module_& m) {
   add_function(m, &plan_convert_def);
   add_function(m, &convert_leaf_def);
   add_function(m, &plan_convert_leaf_def);
-  m.def("_convert_general",
-        [](nb::handle x, nb::handle to, nb::handle device, nb::handle copy) {
-          ConvertRequest request;
-          request.device = device.ptr();
-          request.copy = copy_from_python(copy);
-          request.shortcuts = false;
-          return nb::steal(convert_call(x.ptr(), to.ptr(), request,
-                                        [&](PyObject* xx, const LearntTarget& t, Decision& d, PyObject* importer) {
-                                          return carry_out_decision(xx, t, request, d, importer);
-                                        }));
-        },
-        nb::arg("x"), nb::arg("to"), nb::arg("device") = nb::none(), nb::arg("copy") = nb::none(),
-        "convert without its shortcuts (a target learnt afresh, no C exchange API hand-over), for tests.");
+  alias_scope_var = PyContextVar_New("dlbridge.alias_readonly", Py_False);
+  if (alias_scope_var == nullptr) throw nb::python_error();
+  m.attr("_alias_readonly_scope") = nb::borrow(alias_scope_var);
   m.def("_install_convert",
         [](nb::object targets, nb::object target_of) {
           if (!PyDict_Check(targets.ptr())) throw nb::type_error("targets must be a dict.");

@@ -134,6 +134,7 @@ Tensor import_producer(nb::handle x, ProducerType& known, const ExchangeRequest&
         const uint64_t marks = (lazy.read_only ? DLBRIDGE_FLAG_READ_ONLY : 0) |
                                (lazy.copied ? DLBRIDGE_FLAG_IS_COPIED : 0);
         if (marks != 0) t = t.with_view(t.view().with_flags(t.view().flags() | marks));
+        if (lazy.copied) t.set_lazy_view_resolved();
         return finish_import(std::move(t), request, lazy.copied);
       }
     }

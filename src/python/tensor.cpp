@@ -126,6 +126,10 @@ nb::object wrap_tensor(Tensor tensor) {
   return out;
 }
 
+// A host copy below this size runs with the GIL held: releasing and taking
+// it again costs more than such a copy.
+constexpr int64_t small_copy_bytes = int64_t(1) << 20;
+
 Tensor carry_out_plan(Tensor source, const ExchangePlan& plan, StreamArg stream) {
   const TensorView& v = source.view();
   if (!plan.copy) {
@@ -136,10 +140,6 @@ Tensor carry_out_plan(Tensor source, const ExchangePlan& plan, StreamArg stream)
   // The copy's flags describe the tensor, not the exchange (see
   // tensor_from_managed): IS_COPIED goes on the capsule, not here.
   constexpr uint64_t flags = 0;
-  // A small host copy runs with the GIL held: releasing it costs more than
-  // the copy (Tensor.copy() of 8x8 float32: 4600 instructions,
-  // bench/callgrind.py).
-  constexpr int64_t small_copy_bytes = int64_t(1) << 20;
   if (!plan.to && !stream.given && v.nbytes() < small_copy_bytes)
     return tensor_from_managed(copy_to_compact(v, flags));  // carry_out's host-only copy
   Tensor out;
@@ -152,9 +152,7 @@ Tensor carry_out_plan(Tensor source, const ExchangePlan& plan, StreamArg stream)
 
 Tensor copy_tensor(const Tensor& source, Device target, StreamArg consumer_stream) {
   // A small CPU-to-CPU copy with no stream is what the plan below would
-  // decide (host only, no backend), reached without planning: Tensor.copy()
-  // of 8x8 float32 costs 3600 instructions this way, 3800 through the plan.
-  constexpr int64_t small_copy_bytes = int64_t(1) << 20;
+  // decide (host only, no backend), reached without planning.
   if (!consumer_stream.given && target == Device{} && source.view().device() == Device{} &&
       source.view().nbytes() < small_copy_bytes)
     return tensor_from_managed(copy_to_compact(source.view(), 0));
@@ -183,15 +181,12 @@ StreamArg stream_from_python(nb::handle stream) {
 }
 
 nb::object export_capsule(const Tensor& tensor, const ExchangeRequest& request) {
-  if (tensor.writability_unknown() &&
-      negotiate_format(request.max_version) == ExportFormat::legacy) {
-    // Legacy in, legacy out: the capsule claims no more than the one that
-    // delivered the memory (a JAX -> dlbridge -> JAX round trip).
-    const TensorView& v = tensor.view();
-    return export_capsule(Tensor(tensor.storage(), v.with_flags(v.flags() & ~DLBRIDGE_FLAG_READ_ONLY)),
-                          request);
+  const TensorView& v = tensor.view();
+  const ExchangePlan plan = plan_export(v, tensor.writability(), request);
+  if (plan.drop_read_only) {
+    const Tensor as_delivered(tensor.storage(), v.with_flags(v.flags() & ~DLBRIDGE_FLAG_READ_ONLY));
+    return make_capsule(carry_out_plan(as_delivered, plan, request.stream), plan.format, 0);
   }
-  const ExchangePlan plan = plan_export(tensor.view(), request);
   return make_capsule(carry_out_plan(tensor, plan, request.stream), plan.format,
                       plan.copy ? DLBRIDGE_FLAG_IS_COPIED : 0);
 }

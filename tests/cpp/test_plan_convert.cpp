@@ -299,6 +299,101 @@ TEST(PlanConvert, CopyTrueIsAlwaysExactlyOnePrivateCopy) {
   }
 }
 
+// --- what the source is beyond its view (ConvertSource), and the options
+
+dlbridge::ConvertPlan plan_with(const TensorView& v, const dlbridge::ConvertSource& source, const ConvertTarget& t,
+                                std::optional<bool> copy, std::optional<bool> alias = std::nullopt,
+                                bool (*scope)() = nullptr) {
+  dlbridge::ConvertOptions options;
+  options.copy = copy;
+  options.alias_readonly = alias;
+  options.alias_scope = scope;
+  return dlbridge::plan_convert(v, source, t, options);
+}
+
+TEST(PlanConvert, DTypesHeldOnlyUnderASettingAreRefusedWhileItIsOffForEveryCopyValue) {
+  ConvertTarget t = jax_like();
+  bool on = false;
+  t.setting_dtypes = {{dlabi::kDLInt, 64, 1}, {dlabi::kDLFloat, 64, 1}, c128};
+  t.setting_on = [&on] { return on; };
+  t.setting_hint = "turn x64 on";
+  const TensorView f64 = view_of({4}, {}, {dlabi::kDLFloat, 64, 1});
+  for (std::optional<bool> copy : {std::optional<bool>(), std::optional<bool>(true), std::optional<bool>(false)}) {
+    auto e = error_of([&] { (void)plan_with(f64, {}, t, copy); });
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->code(), ErrorCode::unsupported_dtype);
+    EXPECT_NE(e->hint().find("turn x64 on"), std::string::npos);
+  }
+  EXPECT_EQ(plan_with(view_of({4}), {}, t, std::nullopt).copy, CopyBy::none);  // float32 is no setting's
+  on = true;  // read on every plan: the setting can change at run time
+  EXPECT_EQ(plan_with(f64, {}, t, std::nullopt).copy, CopyBy::none);
+}
+
+TEST(PlanConvert, OnePerByteSubByteDataCannotReachALegacyCapsuleOnlyTarget) {
+  ConvertTarget t = anything();
+  t.legacy_capsules_only = true;
+  static uint8_t bytes[8] = {};
+  const TensorView padded = TensorView::from_data(bytes, int4, {8}, {}, Device{}, DLBRIDGE_FLAG_IS_SUBBYTE_TYPE_PADDED);
+  for (std::optional<bool> copy : {std::optional<bool>(), std::optional<bool>(true), std::optional<bool>(false)}) {
+    auto e = error_of([&] { (void)plan_with(padded, {}, t, copy); });
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->code(), ErrorCode::unsupported_layout);
+  }
+  t.legacy_capsules_only = false;
+  EXPECT_EQ(plan_with(padded, {}, t, std::nullopt).copy, CopyBy::none);
+}
+
+TEST(PlanConvert, TheOtherByteOrderIsOneSwappingCopyByDlbridgeThatNoTargetCopiesAgain) {
+  dlbridge::ConvertSource swapped;
+  swapped.other_byte_order = true;
+  // Unaligned for JAX: still the one copy, ours (aligned), not JAX's as well.
+  const TensorView v = view_of({4}, {}, f32, {}, Writability::writable, 1);
+  const ConvertPlan p = plan_with(v, swapped, jax_like(), std::nullopt);
+  EXPECT_EQ(p.copy, CopyBy::dlbridge);
+  EXPECT_TRUE(p.swap_bytes);
+  EXPECT_EQ(p.reasons, uint32_t(dlbridge::copy_for_byte_order));
+  EXPECT_EQ(plan_with(v, swapped, torch_like(), true).reasons, uint32_t(dlbridge::copy_for_byte_order));
+  auto e = error_of([&] { (void)plan_with(v, swapped, jax_like(), false); });
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->code(), ErrorCode::unsupported_dtype);
+}
+
+TEST(PlanConvert, ACopyTheImportMadeIsTheOneCopyAndIsPrivate) {
+  dlbridge::ConvertSource resolved;
+  resolved.writability = Writability::read_only;
+  resolved.copied = dlbridge::copy_for_lazy_view;
+  const TensorView v = view_of({4});
+  for (std::optional<bool> copy : {std::optional<bool>(), std::optional<bool>(true)}) {
+    const ConvertPlan p = plan_with(v, resolved, torch_like(), copy);
+    EXPECT_EQ(p.copy, CopyBy::none);  // no second copy, not even for copy=True or read-only
+    EXPECT_EQ(p.reasons, uint32_t(dlbridge::copy_for_lazy_view));
+  }
+}
+
+bool scope_on() { return true; }
+
+TEST(PlanConvert, AliasReadonlyHandsProtectedDataOverZeroCopyOnlyWhereItIsAccepted) {
+  dlbridge::ConvertSource unknown;
+  unknown.writability = Writability::unknown;
+  const TensorView v = view_of({4}, {}, f32, {}, Writability::read_only);
+  EXPECT_EQ(plan_with(v, unknown, torch_like(), std::nullopt).copy, CopyBy::dlbridge);
+  for (std::optional<bool> copy : {std::optional<bool>(), std::optional<bool>(false)}) {
+    const ConvertPlan p = plan_with(v, unknown, torch_like(), copy, true);
+    EXPECT_EQ(p.copy, CopyBy::none);
+    EXPECT_TRUE(p.alias_readonly);
+    EXPECT_FALSE(p.legacy_capsule_ok);
+  }
+  // The scope answers only where the call says nothing; an explicit False wins.
+  EXPECT_TRUE(plan_with(v, unknown, torch_like(), std::nullopt, std::nullopt, scope_on).alias_readonly);
+  EXPECT_FALSE(plan_with(v, unknown, torch_like(), std::nullopt, false, scope_on).alias_readonly);
+  // copy=True is still a private copy; a target that sees READ_ONLY needs no consent.
+  EXPECT_EQ(plan_with(v, unknown, torch_like(), true, true).copy, CopyBy::dlbridge);
+  EXPECT_FALSE(plan_with(v, unknown, numpy_like(), std::nullopt, true).alias_readonly);
+  // A layout copy is still made (the direct call would refuse or misread it).
+  const TensorView flipped = view_of({4}, {-1}, f32, {}, Writability::read_only, 3);
+  EXPECT_EQ(plan_with(flipped, unknown, torch_like(), std::nullopt, true).copy, CopyBy::dlbridge);
+}
+
 TEST(DTypeSet, HoldsWhatWasInsertedAndNothingElse) {
   dlbridge::DTypeSet set{f32, bf16, int4, {dlabi::kDLFloat, 32, 4}};
   EXPECT_EQ(set.size(), 4u);

@@ -154,6 +154,25 @@ TEST_F(Negotiation, StreamsAreCheckedForTheTargetDevice) {
   EXPECT_FALSE(dlbridge::plan_export(host, r).copy);
 }
 
+TEST_F(Negotiation, LegacyInLegacyOutDataOfUnknownWritabilityLeavesAsItCameWithoutReadOnly) {
+  const TensorView ro = host.with_flags(DLBRIDGE_FLAG_READ_ONLY);
+  ExchangeRequest legacy;  // max_version None: a legacy capsule
+  // Known read-only: refused as a legacy capsule unless copied.
+  auto e = error_of([&] { (void)dlbridge::plan_export(ro, dlbridge::Writability::read_only, legacy); });
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->code(), ErrorCode::read_only);
+  // Unknown (a legacy capsule delivered it): leaves as it came, claiming nothing more.
+  const ExchangePlan p = dlbridge::plan_export(ro, dlbridge::Writability::unknown, legacy);
+  EXPECT_TRUE(p.drop_read_only);
+  EXPECT_FALSE(p.copy);
+  // A versioned request keeps READ_ONLY; a copy is writable and needs nothing dropped.
+  ExchangeRequest versioned;
+  versioned.max_version = dlabi::DLPackVersion{1, 3};
+  EXPECT_FALSE(dlbridge::plan_export(ro, dlbridge::Writability::unknown, versioned).drop_read_only);
+  legacy.copy = true;
+  EXPECT_FALSE(dlbridge::plan_export(ro, dlbridge::Writability::unknown, legacy).drop_read_only);
+}
+
 // ------------------------------------------------------ carrying out the plan
 
 TEST_F(Negotiation, ACopyToADeviceAsksItOnceAndCarriesOutWithTheBackendsOfThePlan) {

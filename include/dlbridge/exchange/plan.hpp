@@ -17,10 +17,21 @@
 
 namespace dlbridge {
 
+// What a tensor's source says about writes through its memory.
+enum class Writability : uint8_t {
+  writable,
+  read_only,  // READ_ONLY is set
+  unknown,    // a legacy capsule delivered it: it says nothing either way
+};
+
 struct ExchangePlan {
   ExportFormat format = ExportFormat::versioned;  // producer side only
   Device target{};
   bool copy = false;  // the result is a new buffer (IS_COPIED on export)
+  // Legacy in, legacy out (producer side): memory whose writability is
+  // unknown leaves as a legacy capsule without READ_ONLY, claiming no more
+  // than the capsule that delivered it (a JAX -> dlbridge -> JAX round trip).
+  bool drop_read_only = false;
   // The backends carrying the plan out uses, each asked once while planning.
   // With copy set and a device involved: `to` allocates on target and
   // `from` is the one whose queued work on the source must finish first

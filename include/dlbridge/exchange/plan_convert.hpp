@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <iterator>
 #include <limits>
@@ -31,6 +32,7 @@
 #include "../error.hpp"
 #include "../layout.hpp"
 #include "../tensor_view.hpp"
+#include "byte_order.hpp"  // carries out ConvertPlan::swap_bytes
 #include "plan.hpp"
 
 namespace dlbridge {
@@ -40,13 +42,6 @@ enum class ReadOnlyRule : uint8_t {
   honoured,   // reads the flag (a versioned capsule) and refuses writes
   immutable,  // never writes through what it imports, so no flag is needed
   ignored,    // may write through the result: read-only data must not reach it
-};
-
-// What the source says about writes through its memory.
-enum class Writability : uint8_t {
-  writable,
-  read_only,  // READ_ONLY is set
-  unknown,    // a legacy capsule delivered it: it says nothing either way
 };
 
 // A set of dtypes, as a target lists them. Membership costs a few
@@ -129,6 +124,43 @@ struct ConvertTarget {
   // kDLCPU, which a CPU consumer reads without a stream; false keeps the
   // source's label (dlbridge itself, whose tensors say where they live).
   bool host_memory_as_cpu = true;
+  // Its importer asks for legacy capsules only, which carry no flags: data
+  // whose sub-byte values are stored one per byte (IS_SUBBYTE_TYPE_PADDED)
+  // cannot reach it in any form.
+  bool legacy_capsules_only = false;
+  // Dtypes it holds only while one of its settings is on (JAX's 64-bit
+  // types): the setting is read (setting_on) on every plan for one of
+  // them, since it can change at run time; off, they are refused with
+  // setting_hint, never handed over to be narrowed.
+  DTypeSet setting_dtypes;
+  std::function<bool()> setting_on;
+  std::string setting_hint;
+};
+
+// What the source is beyond its view: what it says about writes, and the
+// work its import already did or could not do.
+struct ConvertSource {
+  Writability writability = Writability::writable;
+  // CopyReason bits of a copy the import already made (copy_for_device,
+  // copy_by_producer, copy_for_lazy_view): the tensor is then a new,
+  // private buffer, and that copy is the one copy.
+  uint32_t copied = 0;
+  // The view's bytes are those of each element in the byte order this
+  // machine does not use (NumPy's '>' data), its dtype the native one: only
+  // a copy that swaps them holds the values.
+  bool other_byte_order = false;
+};
+
+// What the caller asks besides copy.
+struct ConvertOptions {
+  std::optional<bool> copy;
+  // Whether the caller accepts that read-only (or writability-unknown) data
+  // reaches a target that cannot see READ_ONLY zero-copy, exactly as the
+  // target's own from_dlpack would hand it over: true/false as given, or
+  // (nullopt) what alias_scope answers (asked only where it matters; absent:
+  // false).
+  std::optional<bool> alias_readonly;
+  bool (*alias_scope)() = nullptr;
 };
 
 enum class ConvertAction : uint8_t {
@@ -150,12 +182,23 @@ enum CopyReason : uint32_t {
   copy_for_unpacking = 1u << 3,    // sub-byte values or lanes stored one per byte
   copy_by_target_import = 1u << 4, // the target copies every import, or this dtype
   copy_for_alignment = 1u << 5,    // the target copies data below its alignment
+  // Copies the import made (ConvertSource::copied) or the byte order needs:
+  copy_for_device = 1u << 6,       // device= moved the data
+  copy_by_producer = 1u << 7,      // the producer delivered a copy (IS_COPIED)
+  copy_for_lazy_view = 1u << 8,    // a lazy view (torch's conjugate/negative bit) resolved into a copy
+  copy_for_byte_order = 1u << 9,   // dlbridge's copy swaps the bytes into native order
 };
+constexpr uint32_t copies_by_import = copy_for_device | copy_by_producer | copy_for_lazy_view;
 
 struct ConvertPlan {
   ConvertAction action = ConvertAction::hand_over;
   CopyBy copy = CopyBy::none;
   bool unpack = false;      // dlbridge's copy is copy_unpacked (one value per byte)
+  bool swap_bytes = false;  // dlbridge's copy swaps each element's bytes into native order
+  // Protected data handed over zero-copy to a target that cannot see
+  // READ_ONLY, as the caller accepted (ConvertOptions::alias_readonly): it
+  // leaves looking writable, as the target's own from_dlpack would take it.
+  bool alias_readonly = false;
   bool host_alias = false;  // host-accessible memory handed over labelled kDLCPU
   // Data that must not change reaches a target that never writes through
   // what it receives (it is immutable, or its import copies): it may leave
@@ -207,10 +250,14 @@ inline bool copies_dtype(const ConvertTarget& target, DType dtype) noexcept {
 //                            a target that cannot see READ_ONLY;
 //   device_unavailable       dlbridge's copy would be made on a device that
 //                            is absent here (asked of `registry`).
-inline ConvertPlan plan_convert(const TensorView& view, Writability writability,
-                                const ConvertTarget& target, std::optional<bool> copy,
+inline ConvertPlan plan_convert(const TensorView& view, const ConvertSource& source,
+                                const ConvertTarget& target, const ConvertOptions& options,
                                 backend::Registry& registry = backend::default_registry()) {
   ConvertPlan plan;
+  const Writability writability = source.copied != 0 ? Writability::writable : source.writability;
+  // A copy the import made is the one copy: private and writable.
+  const std::optional<bool> copy = source.copied != 0 && options.copy == true ? std::nullopt : options.copy;
+  plan.reasons |= source.copied & copies_by_import;
   const std::string& name = target.name;
   const int32_t device = view.device().type;
   const bool takes_cpu = target.devices.empty() || detail::device_listed(target.devices, abi::kDLCPU);
@@ -242,6 +289,18 @@ inline ConvertPlan plan_convert(const TensorView& view, Writability writability,
     }
   }
 
+  if (target.setting_on && target.setting_dtypes.contains(dtype) && !target.setting_on())
+    detail::fail(ErrorCode::unsupported_dtype,
+                 name + " holds " + dtype_name(dtype) + " only with a setting that is off now (" +
+                     target.setting_hint + "); handed over, it would be narrowed silently.",
+                 "Turn the setting on (" + target.setting_hint + "), or cast in the source library first.");
+  if (target.legacy_capsules_only && view.subbyte_padded())
+    detail::fail(ErrorCode::unsupported_layout,
+                 name + " asks for legacy DLPack capsules only, which cannot say that the " + dtype_name(dtype) +
+                     " values are stored one per byte (IS_SUBBYTE_TYPE_PADDED).",
+                 "Cast to int8 (or float16) in the source library first, or choose a target that reads "
+                 "versioned capsules.");
+
   if (view.ndim() == 0 && !target.zero_dim)
     detail::fail(ErrorCode::unsupported_layout,
                  name + " arrays have at least one dimension, so a 0-d tensor cannot be handed over.",
@@ -254,8 +313,18 @@ inline ConvertPlan plan_convert(const TensorView& view, Writability writability,
                        dims_text(view.ndim(), view.shape()) + " is larger.",
                    "Reshape in the source library first (fewer elements per dimension).");
 
-  // The copies a hand-over makes whatever else holds: unpacking (ours), or
-  // the target's own import.
+  // The copies a hand-over makes whatever else holds: the byte swap or
+  // unpacking (ours), or the target's own import.
+  if (source.other_byte_order) {
+    if (copy == false)
+      detail::fail(ErrorCode::unsupported_dtype,
+                   "The data is in the byte order this machine does not use, and DLPack has no byte order: "
+                   "only a byte-swapped copy holds its values, and copy=False forbids the copy.",
+                   "Pass copy=None to let dlbridge make the one byte-swapped copy.");
+    plan.copy = CopyBy::dlbridge;
+    plan.swap_bytes = true;
+    plan.reasons |= copy_for_byte_order;
+  }
   if (plan.unpack) {
     if (copy == false)
       detail::fail(ErrorCode::copy_required,
@@ -290,7 +359,14 @@ inline ConvertPlan plan_convert(const TensorView& view, Writability writability,
   }
 
   const bool protected_data = writability != Writability::writable;
-  if (protected_data && plan.copy == CopyBy::none) {
+  if (protected_data && plan.copy == CopyBy::none && target.read_only == ReadOnlyRule::ignored &&
+      copy != true) {
+    const bool accepted = options.alias_readonly ? *options.alias_readonly
+                          : options.alias_scope  ? options.alias_scope()
+                                                 : false;
+    if (accepted) plan.alias_readonly = true;
+  }
+  if (protected_data && plan.copy == CopyBy::none && !plan.alias_readonly) {
     if (target.read_only == ReadOnlyRule::ignored) {
       if (copy == false)
         detail::fail(ErrorCode::read_only,
@@ -300,7 +376,8 @@ inline ConvertPlan plan_convert(const TensorView& view, Writability writability,
                                        "may be written,") +
                          " and " + name + " cannot see the READ_ONLY flag, so a write through the result "
                          "could change memory that must not change; copy=False forbids the private copy.",
-                     "Pass copy=None to hand over one private, writable copy.");
+                     "Pass copy=None to hand over one private, writable copy, or alias_readonly=True to "
+                     "hand it over zero-copy as the target's own from_dlpack would (never write through it).");
       plan.copy = CopyBy::dlbridge;
       plan.reasons |= copy_for_read_only;
     }
@@ -327,9 +404,21 @@ inline ConvertPlan plan_convert(const TensorView& view, Writability writability,
   // a device whose runtime is absent here is refused now, not mid-way.
   if (plan.copy == CopyBy::dlbridge && !plan.host_alias && device != abi::kDLCPU)
     (void)served_backend(view.device(), registry);
-  plan.legacy_capsule_ok = protected_data && (plan.copy == CopyBy::target ||
+  plan.legacy_capsule_ok = protected_data && !plan.alias_readonly &&
+                          (plan.copy == CopyBy::target ||
                                               (plan.copy == CopyBy::none && target.read_only == ReadOnlyRule::immutable));
   return plan;
+}
+
+// plan_convert for a source its import did not copy and no options but copy.
+inline ConvertPlan plan_convert(const TensorView& view, Writability writability,
+                                const ConvertTarget& target, std::optional<bool> copy,
+                                backend::Registry& registry = backend::default_registry()) {
+  ConvertSource source;
+  source.writability = writability;
+  ConvertOptions options;
+  options.copy = copy;
+  return plan_convert(view, source, target, options, registry);
 }
 
 // The reasons of a plan in words, "" without a copy: asked for explanations
@@ -341,6 +430,11 @@ inline std::string convert_plan_why(const ConvertPlan& plan, const TensorView& v
   const auto add = [&](uint32_t bit, const std::string& words) {
     if (plan.reasons & bit) why += (why.empty() ? "" : "; ") + words;
   };
+  add(copy_for_device, "device= moved the data, which is a copy");
+  add(copy_by_producer, "the producer delivered a copy");
+  add(copy_for_lazy_view, "the tensor is a lazy view (conjugate or negative bit): its values exist only in a "
+                          "resolved copy");
+  add(copy_for_byte_order, "the source is in the byte order this machine does not use: one byte-swapped copy");
   add(copy_for_unpacking, target.extension + " stores sub-byte values and lanes one per byte");
   add(copy_by_target_import, detail::copies_dtype(target, view.dtype())
                                  ? name + " holds " + dtype_name(view.dtype()) + " only in a copy of its own"
@@ -352,6 +446,11 @@ inline std::string convert_plan_why(const ConvertPlan& plan, const TensorView& v
                                     " cannot see READ_ONLY");
   add(copy_requested, "copy=True asks for a private copy");
   add(copy_for_alignment, name + " copies data not aligned to " + std::to_string(target.alignment) + " bytes");
+  if (plan.alias_readonly)
+    why += std::string(why.empty() ? "" : "; ") + "alias_readonly: the " +
+           (writability == Writability::read_only ? "read-only" : "writability-unknown") +
+           " data is handed over zero-copy, as " + name +
+           "'s own from_dlpack would; a write through the result would change it";
   return why;
 }
 

@@ -18,7 +18,8 @@ namespace dlbridge {
 
 // Applies the producer rules of DLPack 1.3 to view and request:
 //  * max_version None or major < 1: legacy, refused for read-only data
-//    unless a copy is made and for padded sub-byte data (unsupported_layout);
+//    unless a copy is made (data whose writability is unknown leaves as it
+//    came: drop_read_only) and for padded sub-byte data (unsupported_layout);
 //    major >= 1: versioned (1, 3);
 //  * dl_device of an unknown or unservable type: unsupported_device_type;
 //    servable but absent here: device_unavailable;
@@ -26,7 +27,7 @@ namespace dlbridge {
 //  * copy=True always copies.
 // Each device involved is asked once whether it is here, of `registry`; the
 // plan keeps the backends that answered.
-inline ExchangePlan plan_export(const TensorView& view, const ExchangeRequest& request,
+inline ExchangePlan plan_export(const TensorView& view, Writability writability, const ExchangeRequest& request,
                                 backend::Registry& registry = backend::default_registry()) {
   ExchangePlan plan;
   plan.format = negotiate_format(request.max_version);
@@ -47,9 +48,18 @@ inline ExchangePlan plan_export(const TensorView& view, const ExchangeRequest& r
   if (plan.format == ExportFormat::legacy) {
     // A copy keeps the padding but is writable.
     detail::check_legacy_padding(view.flags());
-    if (view.readonly() && !plan.copy) detail::refuse_read_only_legacy();
+    if (writability == Writability::unknown && !plan.copy)
+      plan.drop_read_only = true;
+    else if (view.readonly() && !plan.copy)
+      detail::refuse_read_only_legacy();
   }
   return plan;
+}
+
+// plan_export for a tensor whose READ_ONLY flag says all about its writability.
+inline ExchangePlan plan_export(const TensorView& view, const ExchangeRequest& request,
+                                backend::Registry& registry = backend::default_registry()) {
+  return plan_export(view, view.readonly() ? Writability::read_only : Writability::writable, request, registry);
 }
 
 }  // namespace dlbridge

@@ -2,7 +2,7 @@
 
 A library module (``dlbridge/libraries/<name>.py``) fills these in from what was
 measured against the pinned version of the library (``requirements/libs.txt``);
-``convert`` hands ``Target`` to the core's planner (``include/dlbridge/convert_plan.hpp``),
+``convert`` hands ``Target`` to the core's planner (``include/dlbridge/exchange/plan_convert.hpp``),
 ``dlbridge check`` calls ``make``, ``dlbridge doctor`` drives ``peer``.
 """
 
@@ -40,6 +40,18 @@ class Extension:
 
 
 @dataclasses.dataclass(frozen=True)
+class DTypeSetting:
+    """Dtypes a target holds only while one of its settings is on (JAX's 64-bit types): off,
+    they are a coded refusal naming the setting, never handed over to be narrowed."""
+
+    dtypes: frozenset               # DLPack names
+    # () -> (object, attribute): the setting's value in force is getattr(object, attribute),
+    # read on every conversion of one of these dtypes (it can change at run time, per thread).
+    state: Callable[[], tuple[Any, str]]
+    hint: str                       # how to turn it on, for the refusal
+
+
+@dataclasses.dataclass(frozen=True)
 class EntryTakes:
     """When a target's own importer may be called directly, its hand_over being needed otherwise."""
 
@@ -51,9 +63,9 @@ class EntryTakes:
 class Target:
     """What one consumer accepts; every field is a measured or documented limitation.
 
-    The planner reads read_only, strides, devices, dtypes, extension, copied_dtypes,
-    copies_on_import, alignment, zero_dim and max_extent; the rest says how to hand
-    a tensor over once the plan is made.
+    The planner reads read_only, strides, devices, dtypes, dtype_setting, extension,
+    copied_dtypes, copies_on_import, alignment, zero_dim, max_extent and
+    legacy_capsules_only; the rest says how to hand a tensor over once the plan is made.
     """
 
     module: str                     # what to import
@@ -68,6 +80,10 @@ class Target:
     alignment: int = 1              # below this alignment it copies on import
     zero_dim: bool = True           # holds 0-d arrays
     max_extent: int | None = None   # the largest dimension it holds
+    dtype_setting: DTypeSetting | None = None  # dtypes held only while a setting is on
+    # Its importer asks for legacy capsules only (no flags): one-value-per-byte sub-byte
+    # data (IS_SUBBYTE_TYPE_PADDED) cannot reach it.
+    legacy_capsules_only: bool = False
     takes: str = "array"            # "array": its importer calls __dlpack__; "capsule": it wants a legacy capsule
     copy_keyword: bool = True       # its importer takes copy= (passed only as copy=False)
     # dlbridge's own hand-over (tensor, copy) -> array, where the importer alone is not enough;

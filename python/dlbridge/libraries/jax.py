@@ -6,17 +6,40 @@ from __future__ import annotations
 
 import math
 
-from ._spec import CPU, CUDA, FLOAT8, ROCM, STANDARD_DTYPES, NotApplicable, NotObservable, Peer, Target, strided_layout
+from ._spec import (CPU, CUDA, FLOAT8, ROCM, STANDARD_DTYPES, DTypeSetting, NotApplicable, NotObservable, Peer,
+                    Target, strided_layout)
 
 NAME = "jax"
 RANK = 3
 MODULE = "jax"
 CONSUMER = "jax.dlpack:from_dlpack"
 
+
+def _x64_state():
+    """Where JAX's 64-bit switch is read: its state object, whose ``value`` is the setting in
+    force in this thread (``jax.experimental.enable_x64()`` included), else ``jax.config``."""
+    try:
+        from jax._src.config import enable_x64
+
+        enable_x64.value  # noqa: B018 (present on this release)
+        return enable_x64, "value"
+    except (ImportError, AttributeError):
+        import jax
+
+        return jax.config, "jax_enable_x64"
+
+
+# With 64-bit types off (JAX's default) jax.numpy.from_dlpack narrows these silently
+# (int64 2**40 + 5 -> int32 5, float64 1e300 -> float32 inf).
+X64 = DTypeSetting(
+    dtypes=frozenset({"int64", "uint64", "float64", "complex128"}), state=_x64_state,
+    hint='jax.config.update("jax_enable_x64", True), or JAX_ENABLE_X64=1 before importing jax',
+)
+
 TARGET = Target(
     "jax.numpy", read_only="immutable", strides="permuted_compact", devices=frozenset({CPU, CUDA, ROCM}),
     dtypes=STANDARD_DTYPES | FLOAT8 | {"bfloat16", "float8_e4m3b11fnuz", "float8_e3m4", "float8_e4m3"},
-    alignment=64, array_types=("jax:Array",),
+    alignment=64, array_types=("jax:Array",), dtype_setting=X64, legacy_capsules_only=True,
     direct_from=("numpy:ndarray",),
     note="legacy capsules only; rejects non-compact and negative strides; copies unaligned data",
 )

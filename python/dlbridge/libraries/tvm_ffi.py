@@ -10,7 +10,7 @@ RANK = 8
 MODULE = "tvm_ffi"
 CONSUMER = "tvm_ffi:from_dlpack"
 
-TARGET = Target("tvm_ffi", read_only="ignored", strides="any", copy_keyword=False,
+TARGET = Target("tvm_ffi", read_only="ignored", strides="any", copy_keyword=False, legacy_capsules_only=True,
                 array_types=("tvm_ffi:Tensor",), note="asks for legacy capsules only; no copy keyword")
 
 

@@ -51,10 +51,11 @@ namespace numpy {
 // big-endian (DLPack has no byte order); returns otherwise. Asked after a
 // producer refused x with a BufferError (NumPy's bare one).
 void check_byte_order(nb::handle x);
-// A NumPy array in the byte order this machine does not use, byte-swapped
-// into one native copy (convert does it whenever a copy is allowed); an
-// invalid object when x is no such array.
-nb::object native_byte_order_copy(nb::handle x);
+// A NumPy array in the byte order this machine does not use, read as it is
+// (its __array_interface__) with the native dtype of the same kind: the
+// bytes of each value are swapped, which convert's plan undoes in its one
+// copy; std::nullopt when x is no such array.
+std::optional<Tensor> other_byte_order_tensor(nb::handle x);
 // A NumPy array of an extension dtype (ml_dtypes' bfloat16, float8, ...),
 // which NumPy refuses to export through DLPack, read through its
 // __array_interface__; std::nullopt when x is not one.

@@ -19,15 +19,25 @@ void check_byte_order(nb::handle x) {
   if (!text.empty() && text[0] == '>') fail_byte_order("'" + text + "'");
 }
 
-nb::object native_byte_order_copy(nb::handle x) {
+std::optional<Tensor> other_byte_order_tensor(nb::handle x) {
   nb::object numpy = py::dict_item_ref(PyImport_GetModuleDict(), "numpy");
-  if (!numpy.is_valid()) return nb::object();  // not imported: x is no NumPy array
+  if (!numpy.is_valid()) return std::nullopt;  // not imported: x is no NumPy array
   nb::object ndarray = numpy.attr("ndarray");
-  if (!PyObject_TypeCheck(x.ptr(), reinterpret_cast<PyTypeObject*>(ndarray.ptr()))) return nb::object();
+  if (!PyObject_TypeCheck(x.ptr(), reinterpret_cast<PyTypeObject*>(ndarray.ptr()))) return std::nullopt;
   nb::object dtype = x.attr("dtype");
   const std::string order = utf8_of(nb::str(dtype.attr("byteorder")));
-  if (order != ">") return nb::object();  // dlbridge's hosts are little-endian (platform.hpp)
-  return x.attr("astype")(dtype.attr("newbyteorder")("="));
+  if (order != ">") return std::nullopt;  // dlbridge's hosts are little-endian (platform.hpp)
+  // The same description with the native byte order's typestr ('<'); x
+  // keeps the memory alive.
+  nb::object described = x.attr("__array_interface__");
+  if (!PyDict_Check(described.ptr())) return std::nullopt;
+  nb::dict interface = nb::steal<nb::dict>(PyDict_Copy(described.ptr()));
+  if (!interface.is_valid()) throw nb::python_error();
+  std::string typestr = utf8_of(nb::str(interface["typestr"]));
+  typestr[0] = '<';
+  interface["typestr"] = nb::str(typestr.c_str());
+  return tensor_over_object(nb::make_tuple(x, interface), read_array_interface(interface, "__array_interface__"),
+                            Device{});
 }
 
 // NumPy exports only its built-in dtypes through DLPack. An array of an
