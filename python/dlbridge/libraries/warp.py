@@ -1,4 +1,4 @@
-"""NVIDIA Warp (1.19.0): its __dlpack__ takes no max_version (legacy capsules only), its
+"""NVIDIA Warp (1.19.0; 1.10.1 silenced through config.quiet): its __dlpack__ takes no max_version (legacy capsules only), its
 importer refuses to run before wp.init() (whose banner and "no CUDA driver" warning would
 land on the user's terminal), it has no 0-d arrays and no complex types. Its arrays are
 plain writable memory (wp.array.numpy() is a writable view), so the legacy capsules it
@@ -24,12 +24,15 @@ def ready():
     import warp
 
     if not _ready:
-        level = warp.config.log_level
-        warp.config.log_level = warp.LOG_ERROR
+        # The setting that silences init: log_level where the release has it, quiet before
+        # (warp-lang 1.10 has only quiet); the user's value is put back either way.
+        setting, silent = ("log_level", warp.LOG_ERROR) if hasattr(warp.config, "log_level") else ("quiet", True)
+        before = getattr(warp.config, setting)
+        setattr(warp.config, setting, silent)
         try:
             warp.init()
         finally:
-            warp.config.log_level = level
+            setattr(warp.config, setting, before)
         _ready = True
     return warp
 
