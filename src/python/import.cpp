@@ -136,6 +136,13 @@ Tensor import_producer(nb::handle x, ProducerType& known, const ExchangeRequest&
         return finish_import(std::move(t), request, lazy.copied);
       }
     }
+    if (!known.export_keeps_memory && PyObject_CheckBuffer(x.ptr())) {
+      // Its capsules' memory dies with the array: the buffer's view holds the
+      // array itself, read-only as its legacy capsules would be.
+      Tensor t = tensor_from_buffer(x);
+      t = t.with_view(t.view().with_flags(t.view().flags() | DLBRIDGE_FLAG_READ_ONLY));
+      return finish_import(std::move(t), request, false);
+    }
     TakenStruct taken = ask_producer(x, known, request);
     // The library states what its legacy capsule could not: the memory may be written.
     const bool stated_writable = known.legacy_writable && !taken.is_versioned();

@@ -73,6 +73,7 @@ def test_numpy_facts_are_observed_from_the_installed_release():
 @pytest.mark.parametrize("version, strides", [("0.10.2", "permuted_compact"), ("0.6.2", "row_major"),
                                               ("0.4.30", "row_major"), ("?", "row_major")])
 def test_jax_reads_transposed_arrays_only_from_the_measured_releases(version, strides):
+    pytest.importorskip("jax")
     from dlbridge.libraries import jax as jax_facts
 
     facts = _release.Facts(version=version)

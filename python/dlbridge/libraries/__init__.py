@@ -131,12 +131,15 @@ def direct_classes(target: Target) -> tuple[tuple[type, ...], tuple[str, ...]]:
             tuple(path.partition(":")[0] for path, cls in found if not isinstance(cls, type)))
 
 
-def producer_facts(cls: type) -> tuple[str, type, bool] | None:
+def producer_facts(cls: type) -> tuple[str, type, bool, bool] | None:
     """What the extension's importer needs to know of a producer type, asked once per type:
-    (library name, its real array class, whether its legacy capsules carry writable memory),
-    or None for a type of no library here."""
+    (library name, its real array class, whether its legacy capsules carry writable memory,
+    whether its capsules keep their memory alive: the module's export_keeps_memory() for the
+    installed release, True where it states none), or None for a type of no library here."""
     for name, module in LIBRARIES.items():
         for real in array_classes(module.TARGET):
             if issubclass(cls, real) and getattr(cls, "__dlpack__", None) is getattr(real, "__dlpack__", None):
-                return name, real, bool(getattr(module, "LEGACY_EXPORT_WRITABLE", False))
+                keeps = getattr(module, "export_keeps_memory", None)
+                return (name, real, bool(getattr(module, "LEGACY_EXPORT_WRITABLE", False)),
+                        True if keeps is None else bool(keeps()))
     return None

@@ -145,6 +145,10 @@ def second_look(x, refusal: BaseException, device=None, copy=None):
             raise _refuse_copy("Arrow stores booleans one bit each, so they must be unpacked to one byte each")
         host = x.to_numpy_ndarray() if isinstance(x, pa.FixedShapeTensorArray) else x.to_numpy(zero_copy_only=False)
         return _core.from_dlpack(host, device=device)
+    if isinstance(x, pa.FixedShapeTensorArray) and not has_importers(pa):
+        # Before pyarrow 21 a FixedShapeTensorArray has no DLPack export of its own ("DataType is not
+        # compatible with DLPack spec"); its NumPy view is the same immutable memory.
+        return _core.from_dlpack(x.to_numpy_ndarray(), device=device, copy=copy)
     raise refusal
 
 

@@ -31,7 +31,16 @@ TARGET = Target(
 
 
 def for_installed(target: Target, facts) -> Target:
-    """The Target for the installed JAX: transposed arrays only where that release was measured."""
+    """The Target for the installed JAX: its concrete array class (0.4.30's is only registered as a
+    jax.Array, not derived from it), and transposed arrays only where that release was measured."""
+    import jax
+    import jax.numpy as jnp
+
+    concrete = type(jnp.zeros(()))
+    path = f"{concrete.__module__}:{concrete.__qualname__}"
+    if jax.Array not in concrete.__mro__:
+        facts.seen(f"its arrays are {path}, not derived from jax.Array")
+        target = dataclasses.replace(target, array_types=(*target.array_types, path))
     if target.strides != "permuted_compact" or at_least(facts.version, 0, 10):
         facts.seen(f"jax {facts.version}: reads transposed (permuted-compact) arrays, as measured on 0.10.2")
         return target

@@ -6,6 +6,8 @@ exports are imported as writable."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from ._spec import CPU, CUDA, STANDARD_DTYPES, NotApplicable, NotObservable, Peer, Target
 
 NAME = "warp"
@@ -42,6 +44,19 @@ TARGET = Target(
     dtypes=(STANDARD_DTYPES - {"complex64", "complex128"}) | {"bfloat16"}, zero_dim=False, copy_keyword=False,
     prepare=ready, array_types=("warp:array",), note="legacy capsules only; no 0-d arrays; no complex types",
 )
+
+
+def for_installed(target: Target, facts) -> Target:
+    """The Target for the installed Warp: booleans only from the measured 1.19 on (1.10.1 refuses
+    DLPack's bool, "Unknown DLPack datatype (6, 8)")."""
+    from ._release import at_least
+
+    if at_least(facts.version, 1, 19):
+        facts.seen(f"warp {facts.version}: imports DLPack booleans, as measured on 1.19.0")
+        return target
+    facts.assume(f"warp {facts.version}: no booleans (1.10.1 refuses them; releases before 1.19 are not trusted "
+                 "with them)")
+    return dataclasses.replace(target, dtypes=target.dtypes - {"bool"})
 
 
 def make(shape, dtype, readonly=False):
