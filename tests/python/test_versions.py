@@ -118,3 +118,25 @@ def test_every_installed_librarys_facts_can_be_learnt():
         if libraries.installed(name) and name not in ("cupy",):
             facts = libraries.release_facts(name)
             assert facts["version"] != "?" or name == "tvm_ffi", name
+
+
+@pytest.mark.skipif(not _has("mlx"), reason="mlx is not installed")
+def test_an_imported_mlx_array_keeps_its_values_after_the_array_is_freed():
+    import gc
+
+    import mlx.core as mx
+
+    t = dlbridge.from_dlpack(mx.array(np.arange(12, dtype=np.float32)))
+    gc.collect()
+    mx.eval([mx.array(np.full(12, 7, dtype=np.float32)) + 1 for _ in range(5)])
+    np.testing.assert_array_equal(np.asarray(t), np.arange(12, dtype=np.float32))
+    assert t.readonly
+
+
+@pytest.mark.skipif(not _has("tensorflow"), reason="tensorflow is not installed")
+def test_a_tensorflow_bfloat16_tensor_is_imported_read_only():
+    from dlbridge.libraries import import_library
+
+    tf = import_library("tensorflow", order_others=True)
+    t = dlbridge.from_dlpack(tf.constant([1.0, 2.0, 3.0], dtype=tf.bfloat16))
+    assert t.dtype.name == "bfloat16" and t.readonly and t.shape == (3,)
