@@ -140,3 +140,11 @@ def test_a_tensorflow_bfloat16_tensor_is_imported_read_only():
     tf = import_library("tensorflow", order_others=True)
     t = dlbridge.from_dlpack(tf.constant([1.0, 2.0, 3.0], dtype=tf.bfloat16))
     assert t.dtype.name == "bfloat16" and t.readonly and t.shape == (3,)
+
+
+def test_the_doctor_reports_which_facts_were_observed_and_which_assumed():
+    from dlbridge.doctor import exchange
+    from dlbridge.doctor import libraries as doctor_libraries
+
+    info = exchange.producer_info(doctor_libraries.load("numpy"))
+    assert info["facts"]["observed"] and isinstance(info["facts"]["assumed"], list)
