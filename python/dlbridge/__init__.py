@@ -25,14 +25,15 @@ from ._paths import get_cmake_dir, get_include, get_pkgconfig_dir  # for C++ ext
 from .convert import alias_readonly, convert, plan_convert
 from ._core import ConversionPlan
 from . import libraries as _libraries
-from .libraries import arrow as _arrow
 
 # What the library modules say about a producer type (decided by its class, never its name).
 _core._install_producer_facts(_libraries.producer_facts)
 
-# pyarrow's own __dlpack__ refuses nulls, booleans and chunked arrays: from_dlpack asks
-# Arrow's second look after such a refusal of an object from its module (and only then).
-_core._install_arrow_second_look(_arrow.MODULE, _arrow.second_look)
+# What a library's objects need after the usual reading failed (pyarrow's __dlpack__ refuses nulls,
+# booleans and chunked arrays; TensorFlow before 2.20 has no __dlpack__): from_dlpack asks the
+# second look of the module an object's class comes from after such a failure (and only then).
+_core._install_second_looks({m.MODULE.split(".")[0]: m.second_look for m in _libraries.LIBRARIES.values()
+                             if hasattr(m, "second_look")})
 from .errors import (
     ConsumedCapsuleError,
     CopyRequiredError,

@@ -48,6 +48,7 @@ def _described(to) -> tuple[str, Target | None, Callable[..., Any] | None]:
         if target is not None:
             libraries.import_library(to)
             importlib.import_module(target.module)
+            target = libraries.installed_target(to, target)
             if target.prepare is not None:
                 target.prepare()
             return to, target, None
@@ -80,7 +81,7 @@ def _described_object(to) -> tuple[str, Target | None, Callable[..., Any]]:
     for library, module in libraries.LIBRARIES.items():
         if module.MODULE.split(".")[0] == top:
             # A library we have data for, passed as an object rather than by name.
-            return library, TARGETS[library], fn
+            return library, libraries.installed_target(library), fn
     return name, Target(name, **_UNKNOWN), fn
 
 

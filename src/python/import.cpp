@@ -93,8 +93,8 @@ std::string exception_text(nb::handle exc) {
 // import_producer's answer once x's producer raised `refusal` (while it is
 // the exception being handled). KeyboardInterrupt, SystemExit and
 // dlbridge's own coded errors go on as they are. A BufferError may be
-// NumPy's refusal of what dlbridge reads another way (an extension dtype)
-// or refuses with the fix (the other byte order). Every other exception of
+// NumPy's refusal of what dlbridge reads another way (an extension dtype, a
+// read-only array before NumPy 2.1) or refuses with the fix (the other byte order). Every other exception of
 // the producer is its refusal, raised again as the coded error it stands
 // for (its library's rules first, ProducerError when dlbridge cannot tell),
 // with the producer's exception as __cause__.
@@ -103,6 +103,8 @@ Tensor after_producer_refusal(nb::handle x, const ProducerType& known, const Exc
   if (!refusal.matches(PyExc_Exception) || is_dlpack_error(refusal)) throw;
   if (refusal.matches(PyExc_BufferError)) {
     if (std::optional<Tensor> read = numpy::tensor_from_extension_dtype(x))
+      return finish_import(std::move(*read), request, false);
+    if (std::optional<Tensor> read = numpy::tensor_from_read_only_array(x))
       return finish_import(std::move(*read), request, false);
     numpy::check_byte_order(x);
   }
@@ -137,6 +139,13 @@ Tensor import_producer(nb::handle x, ProducerType& known, const ExchangeRequest&
         if (lazy.copied) t.set_lazy_view_resolved();
         return finish_import(std::move(t), request, lazy.copied);
       }
+    }
+    if (!known.export_keeps_memory && PyObject_CheckBuffer(x.ptr())) {
+      // Its capsules' memory dies with the array: the buffer's view holds the
+      // array itself, read-only as its legacy capsules would be.
+      Tensor t = tensor_from_buffer(x);
+      t = t.with_view(t.view().with_flags(t.view().flags() | DLBRIDGE_FLAG_READ_ONLY));
+      return finish_import(std::move(t), request, false);
     }
     TakenStruct taken = ask_producer(x, known, request);
     // The library states what its legacy capsule could not: the memory may be written.
@@ -227,7 +236,7 @@ Tensor read_object(nb::handle x, const ExchangeRequest& request, const char* ent
                           ": it has no __dlpack__, buffer protocol or __array_interface__.")
                              .c_str());
   } catch (...) {
-    return arrow::after_failure(x, request);
+    return second_look::after_failure(x, request);
   }
 }
 

@@ -27,7 +27,7 @@ NB_MODULE(_core, m) {
   bind_exchange_api(m);
   bind_import(m);
   bind_producer_types(m);
-  arrow::bind(m);
+  second_look::bind(m);
   bind_convert(m);
   bind_structures(m);
   bind_caster_api(m);

@@ -14,7 +14,7 @@ namespace dlbridge::python {
 namespace {
 
 // libraries.producer_facts(type) -> (library name, real class, legacy
-// writable) | None, installed by the package; before that every type is
+// writable, export keeps memory) | None, installed by the package; before that every type is
 // generic.
 Installed producer_facts;
 
@@ -64,6 +64,7 @@ void learn_library_facts(ProducerType& known, PyTypeObject* type) {
   if (facts.is_none()) return;  // generic: __dlpack__ only
   nb::tuple f = nb::borrow<nb::tuple>(facts);
   known.legacy_writable = nb::cast<bool>(f[2]);
+  known.export_keeps_memory = nb::cast<bool>(f[3]);
   if (utf8_of(f[0]) == torch::name) {
     known.family = ProducerFamily::torch;
     known.exchange_api = torch::trusted_exchange_api(f[1]);

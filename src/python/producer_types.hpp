@@ -27,6 +27,10 @@ struct ProducerType {
   // Its library states that its legacy capsules carry writable memory
   // (LEGACY_EXPORT_WRITABLE in python/dlbridge/libraries/<name>.py).
   bool legacy_writable = false;
+  // Its library states that the memory of its capsules lives only as long
+  // as the array (mlx 0.29): it is read through the buffer protocol, whose
+  // view holds the array (export_keeps_memory() in libraries/<name>.py).
+  bool export_keeps_memory = true;
   // Its C exchange API where dlbridge trusts it (libraries/torch.cpp), else
   // NULL: __dlpack__ is asked.
   const abi::DLPackExchangeAPI* exchange_api = nullptr;

@@ -216,6 +216,17 @@ bool plain_host_export(const Tensor& t, PyObject* const values[4]) {
          t.view().device().type == abi::kDLCPU && plain_versioned_request(values[1]);
 }
 
+// The legacy export of a writable CPU tensor as itself, asked with no keyword
+// at all (NumPy before 2.1, and every DLPack 0.x consumer): plan_export
+// decides exactly this for it (legacy, same device, nothing to copy, no
+// stream), as the read-only, writability-unknown and padded sub-byte cases,
+// which it refuses or treats apart, are left to it.
+bool plain_legacy_host_export(const Tensor& t, PyObject* const values[4]) {
+  return values[0] == Py_None && values[1] == Py_None && values[2] == Py_None && values[3] == Py_None &&
+         t.view().device().type == abi::kDLCPU && !t.writability_unknown() &&
+         (t.view().flags() & (DLBRIDGE_FLAG_READ_ONLY | DLBRIDGE_FLAG_IS_SUBBYTE_TYPE_PADDED)) == 0;
+}
+
 // __dlpack__ as a plain METH_FASTCALL method: consumers call it on every
 // exchange, and nanobind's general keyword matching cost about as much as
 // the export itself. Keywords are matched by interned pointer first.
@@ -234,6 +245,8 @@ DLBRIDGE_HOT PyObject* tensor_dlpack(PyObject* self, PyObject* const* args, Py_s
     if (t == nullptr) throw nb::type_error("__dlpack__ needs an initialised dlbridge.Tensor.");
     if (plain_host_export(*t, values))
       return make_capsule(*t, ExportFormat::versioned, 0).release().ptr();
+    if (plain_legacy_host_export(*t, values))
+      return make_capsule(*t, ExportFormat::legacy, 0).release().ptr();
     ExchangeRequest request{max_version_from_python(values[1]), dl_device_from_python(values[2]),
                             copy_from_python(values[3]), stream_from_python(values[0]), {}};
     return export_capsule(*t, request).release().ptr();

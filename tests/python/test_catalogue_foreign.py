@@ -45,7 +45,9 @@ def _param(record):
         absent, reason=f"{record.library} is not installed (requirements/libs.txt)"))
 
 
-RECORDS = [r for r in catalogue.records() if r.fields["evidence"]["kind"] == "reproduced" and r.library != "dlbridge"]
+# Older releases' records are raised where those releases are installed (test_catalogue_releases.py).
+RECORDS = [r for r in catalogue.records() if r.library != "dlbridge"
+           and r.fields["evidence"] == {"kind": "reproduced", "where": "tests/python/test_catalogue_foreign.py"}]
 FIX = {r.id: r.fields["exampleFix"] for r in RECORDS}
 RUNNABLE = [r for r in RECORDS if FIX[r.id]["runnable"]]
 RAISING = [r for r in RUNNABLE if not FIX[r.id].get("abortsProcess") and not FIX[r.id].get("silentlyWrong")]

@@ -172,3 +172,18 @@ def test_pair_states():
     assert summary.pair_state([refused("x"), refused("y")]) == "fails"
     assert summary.pair_state([ok(), bad("wrong", "x", "WrongResult")]) == "unsafe"
     assert summary.pair_state([ok(readonly="lost")]) == "unsafe"
+
+
+def test_an_installed_library_left_out_is_exit_status_1():
+    r = report({})
+    r["missing"] = {"c": "import failed: AttributeError: module 'c' has no attribute 'from_dlpack'",
+                    "d": "not installed"}
+    s = summary.summarise(r)
+    assert s["exit_status"] == 1
+    assert "c was left out: import failed: AttributeError: module 'c' has no attribute 'from_dlpack'." in s["verdict"]
+
+
+def test_a_library_not_installed_is_no_finding():
+    r = report({})
+    r["missing"] = {"d": "not installed"}
+    assert summary.summarise(r)["exit_status"] == 0

@@ -105,6 +105,9 @@ def run(names=None, progress=None, number=50, repeat=5, deadline=None) -> dict:
     results, stalled = run_tasks(present, tasks, progress=progress, deadline=deadline or DEADLINE)
     missing.update(stalled)
     producers = {r["name"]: r for t, r in zip(tasks, results) if t["kind"] == "producer" and "name" in r}
+    for name, info in producers.items():
+        if "error" in info.get("facts", {}) and name not in missing:
+            missing[name] = f"its facts could not be learnt: {info['facts']['error']}"
     for t, r in zip(tasks, results):
         if t["kind"] == "producer" and "name" not in r and t["producer"] not in missing:
             missing[t["producer"]] = r.get("note") or "could not be loaded"

@@ -206,6 +206,14 @@ def producer_info(lib: Library) -> dict:
     """What the producer answers when asked for DLPack 1.3, and its C exchange API."""
     info = {"name": lib.name, "version": lib.version, "c_exchange_api": lib.c_exchange_api,
             "speaks": None, "driven": lib.make is not None}
+    if lib.name != "dlbridge":
+        from .. import libraries
+
+        try:
+            facts = libraries.release_facts(lib.name)
+            info["facts"] = {"observed": facts["observed"], "assumed": facts["assumed"]}
+        except Exception as exc:  # a release whose facts cannot be learnt is a finding (summary: left out)
+            info["facts"] = {"observed": [], "assumed": [], "error": f"{type(exc).__name__}: {exc}"[:300]}
     if lib.make is None:
         return info
     try:

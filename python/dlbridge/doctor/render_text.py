@@ -106,6 +106,12 @@ def _libraries(w: _Writer, report: dict) -> None:
     for start in range(0, len(entries), per_line):
         row = entries[start:start + per_line]
         w.raw("  " + "".join(e.ljust(column) for e in row[:-1]) + row[-1])
+    # What convert's facts rest on where they are not all observed: the cautious readings of a
+    # release dlbridge has not measured.
+    for lib in report["libraries"]:
+        facts = lib.get("facts") or {}
+        for text in facts.get("assumed", ()):
+            w.line(f"{lib['name']}: assumed: {text}", indent=2)
 
 
 def _matrix(w: _Writer, report: dict) -> None:

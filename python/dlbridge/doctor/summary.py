@@ -232,7 +232,9 @@ def summarise(report: dict) -> dict:
 
     counts = _counts(pairs, by_key, case_order, findings)
     problems = [f for f in findings if f["category"] in ("dlbridge-broken", "dlbridge-refuses")]
-    exit_status = 1 if problems or not report.get("dlbridge_exchanges", True) else 0
+    # An installed library the doctor could not drive is a finding too: nothing was checked for it.
+    left_out = [n for n, why in report.get("missing", {}).items() if why != "not installed" and n != "dlbridge"]
+    exit_status = 1 if problems or left_out or not report.get("dlbridge_exchanges", True) else 0
     return {"schema_version": SCHEMA_VERSION, "exit_status": exit_status, "counts": counts, "matrix": matrix,
             "verdict": verdict(counts, findings, report), "findings": findings, "uncatalogued": uncatalogued}
 

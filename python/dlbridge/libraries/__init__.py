@@ -13,7 +13,9 @@ version (``requirements/libs.txt``):
   reads its arrays;
 - facts about importing it: ``CRASHES_WHEN_IMPORTED_AFTER``,
   ``DIRECT_ABORTS`` (the doctor's cases that kill a process when handed to it directly),
-  ``LEGACY_EXPORT_WRITABLE`` (its legacy capsules carry writable memory).
+  ``LEGACY_EXPORT_WRITABLE`` (its legacy capsules carry writable memory);
+- ``for_installed(target, facts)`` where releases differ: the Target for the installed release,
+  each fact recorded as observed or assumed (``_release.py``; ``installed_target`` below).
 
 Adding a library is one module here and its tests (CONTRIBUTING.md). Nothing here imports
 the libraries themselves, and no module of this package imports the rest of dlbridge at
@@ -29,6 +31,7 @@ import sys
 from types import ModuleType
 
 from ._lookup import lookup
+from ._release import Facts, version_text
 from ._spec import Target
 
 
@@ -84,6 +87,33 @@ def import_library(name: str, *, order_others: bool = False) -> ModuleType:
     return importlib.import_module(module_name)
 
 
+# name -> (the stated Target it was derived from, the installed release's Target, its Facts).
+_INSTALLED: dict[str, tuple[Target, Target, Facts]] = {}
+
+
+def installed_target(name: str, stated: Target | None = None) -> Target:
+    """The Target of the installed release of library `name` (imported by the caller): the module's
+    ``for_installed`` applied to ``stated`` (``TARGETS[name]`` unless given), once per process and
+    stated Target; the stated Target itself where the module defines no ``for_installed``."""
+    stated = TARGETS[name] if stated is None else stated
+    known = _INSTALLED.get(name)
+    if known is not None and known[0] is stated:
+        return known[1]
+    module = LIBRARIES.get(name)
+    adapt = getattr(module, "for_installed", None)
+    facts = Facts(version=version_text(module.MODULE) if module is not None else "?")
+    target = stated if adapt is None else adapt(stated, facts)
+    _INSTALLED[name] = (stated, target, facts)
+    return target
+
+
+def release_facts(name: str) -> dict:
+    """What the installed release's facts rest on (``Facts.as_dict``): the library is imported."""
+    import_library(name, order_others=True)
+    installed_target(name)
+    return _INSTALLED[name][2].as_dict()
+
+
 def array_classes(target: Target) -> tuple[type, ...]:
     """The library's own array classes (``target.array_types``) as far as its modules are imported."""
     found = (lookup(path, imported_only=True) for path in target.array_types)
@@ -101,12 +131,15 @@ def direct_classes(target: Target) -> tuple[tuple[type, ...], tuple[str, ...]]:
             tuple(path.partition(":")[0] for path, cls in found if not isinstance(cls, type)))
 
 
-def producer_facts(cls: type) -> tuple[str, type, bool] | None:
+def producer_facts(cls: type) -> tuple[str, type, bool, bool] | None:
     """What the extension's importer needs to know of a producer type, asked once per type:
-    (library name, its real array class, whether its legacy capsules carry writable memory),
-    or None for a type of no library here."""
+    (library name, its real array class, whether its legacy capsules carry writable memory,
+    whether its capsules keep their memory alive: the module's export_keeps_memory() for the
+    installed release, True where it states none), or None for a type of no library here."""
     for name, module in LIBRARIES.items():
         for real in array_classes(module.TARGET):
             if issubclass(cls, real) and getattr(cls, "__dlpack__", None) is getattr(real, "__dlpack__", None):
-                return name, real, bool(getattr(module, "LEGACY_EXPORT_WRITABLE", False))
+                keeps = getattr(module, "export_keeps_memory", None)
+                return (name, real, bool(getattr(module, "LEGACY_EXPORT_WRITABLE", False)),
+                        True if keeps is None else bool(keeps()))
     return None

@@ -14,6 +14,7 @@ ChunkedArray with one chunk is that chunk.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from ._spec import CPU, INT32_MAX, NotApplicable, NotObservable, Peer, Target, exported_pointer, strided_layout
@@ -27,8 +28,10 @@ _NUMERIC = frozenset(["int8", "int16", "int32", "int64", "uint8", "uint16", "uin
                       "float16", "float32", "float64"])
 
 
-def hand_over(tensor, copy=None):
-    """A pyarrow Array (1-d) or FixedShapeTensorArray (n-d) of the tensor's values."""
+def hand_over(tensor, copy=None, *, importers=True):
+    """A pyarrow Array (1-d) or FixedShapeTensorArray (n-d) of the tensor's values; without
+    importers (pyarrow before 21 has no from_dlpack), through its constructors of NumPy arrays,
+    which read the tensor's memory as it is (a NumPy view through __array_interface__)."""
     import pyarrow as pa
 
     from ..errors import LayoutError
@@ -40,9 +43,35 @@ def hand_over(tensor, copy=None):
         return _packed_bools(tensor)
     if tensor.size == 0:
         return _empty(tensor)
+    if not importers:
+        import numpy
+
+        host = numpy.asarray(tensor)
+        return pa.array(host) if tensor.ndim == 1 else pa.FixedShapeTensorArray.from_numpy_ndarray(host)
     if tensor.ndim == 1:
         return pa.Array.from_dlpack(tensor)
     return pa.FixedShapeTensorArray.from_dlpack(tensor)
+
+
+def _by_constructors(tensor, copy=None):
+    return hand_over(tensor, copy, importers=False)
+
+
+def has_importers(pa) -> bool:
+    """Whether this pyarrow has from_dlpack on Array and FixedShapeTensorArray (21 and later)."""
+    return hasattr(pa.Array, "from_dlpack") and hasattr(pa.FixedShapeTensorArray, "from_dlpack")
+
+
+def for_installed(target: Target, facts) -> Target:
+    """The Target for the installed pyarrow: its importers where it has them, else its constructors."""
+    import pyarrow as pa
+
+    if has_importers(pa):
+        facts.seen("Array.from_dlpack and FixedShapeTensorArray.from_dlpack exist")
+        return target
+    facts.seen("no from_dlpack: hands over through pa.array and FixedShapeTensorArray.from_numpy_ndarray")
+    return dataclasses.replace(target, hand_over=_by_constructors,
+                               note=target.note + "; this release has no from_dlpack (its constructors are used)")
 
 
 TARGET = Target(
@@ -76,7 +105,7 @@ def _packed_bools(tensor):
     import numpy
     import pyarrow as pa
 
-    values = numpy.from_dlpack(tensor).reshape(-1)
+    values = numpy.asarray(tensor).reshape(-1)
     bits = pa.py_buffer(numpy.packbits(values, bitorder="little"))
     flat = pa.Array.from_buffers(pa.bool_(), values.size, [None, bits])
     return _with_shape(flat, pa.bool_(), tensor.shape)
@@ -117,6 +146,10 @@ def second_look(x, refusal: BaseException, device=None, copy=None):
             raise _refuse_copy("Arrow stores booleans one bit each, so they must be unpacked to one byte each")
         host = x.to_numpy_ndarray() if isinstance(x, pa.FixedShapeTensorArray) else x.to_numpy(zero_copy_only=False)
         return _core.from_dlpack(host, device=device), True
+    if isinstance(x, pa.FixedShapeTensorArray) and not has_importers(pa):
+        # Before pyarrow 21 a FixedShapeTensorArray has no DLPack export of its own ("DataType is not
+        # compatible with DLPack spec"); its NumPy view is the same immutable memory.
+        return _core.from_dlpack(x.to_numpy_ndarray(), device=device, copy=copy), False
     raise refusal
 
 

@@ -1,11 +1,17 @@
 """JAX (0.10.2): asks for legacy capsules only (its arrays are immutable, so it never
 writes through what it imports); rejects non-compact and negative strides; copies data
-that is not 64-byte aligned."""
+that is not 64-byte aligned.
+
+Transposed (permuted-compact) arrays are handed over as they are only from 0.10 on (measured on
+0.10.2, for_installed): 0.6.2 reads a 64-byte-aligned transposed array as row-major (wrong
+values) and 0.7.2 refuses it, so on any older or unknown release they get one row-major copy."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
+from ._release import at_least
 from ._spec import (CPU, CUDA, FLOAT8, ROCM, STANDARD_DTYPES, DTypeSetting, NotApplicable, NotObservable, Peer,
                     Target, strided_layout)
 
@@ -43,6 +49,26 @@ TARGET = Target(
     direct_from=("numpy:ndarray",),
     note="legacy capsules only; rejects non-compact and negative strides; copies unaligned data",
 )
+
+
+def for_installed(target: Target, facts) -> Target:
+    """The Target for the installed JAX: its concrete array class (0.4.30's is only registered as a
+    jax.Array, not derived from it), and transposed arrays only where that release was measured."""
+    import jax
+    import jax.numpy as jnp
+
+    concrete = type(jnp.zeros(()))
+    path = f"{concrete.__module__}:{concrete.__qualname__}"
+    if jax.Array not in concrete.__mro__:
+        facts.seen(f"its arrays are {path}, not derived from jax.Array")
+        target = dataclasses.replace(target, array_types=(*target.array_types, path))
+    if target.strides != "permuted_compact" or at_least(facts.version, 0, 10):
+        facts.seen(f"jax {facts.version}: reads transposed (permuted-compact) arrays, as measured on 0.10.2")
+        return target
+    facts.assume(f"jax {facts.version}: transposed arrays get a row-major copy (0.6.2 misreads them, "
+                 "0.7.2 refuses them; releases before 0.10 are not trusted with them)")
+    # Nor are NumPy arrays handed to its importer as they are (a transposed one would be misread).
+    return dataclasses.replace(target, strides="row_major", direct_from=())
 
 
 def make(shape, dtype, readonly=False):

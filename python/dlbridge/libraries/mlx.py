@@ -1,4 +1,4 @@
-"""MLX (0.32.4): copies every array it imports on the CPU; its from_dlpack asks for legacy
+"""MLX (0.32.4; 0.29 has no from_dlpack, for_installed): copies every array it imports on the CPU; its from_dlpack asks for legacy
 capsules, narrows float64 to float32 and complex128 to complex64, and refuses negative
 strides, as mx.array does. mx.array with an explicit dtype keeps the dtype, and reads any
 positive strides; negative ones are flipped before its copy and back after (an MLX view),
@@ -6,6 +6,7 @@ so that its one copy stays the only one."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from ._spec import CPU, INT32_MAX, STANDARD_DTYPES, EntryTakes, NotApplicable, NotObservable, Peer, Target, exported_pointer, strided_layout
@@ -28,7 +29,7 @@ def hand_over(tensor, copy=None):
 
         host = numpy.asarray(tensor).view(ml_dtypes.bfloat16)
     else:
-        host = numpy.from_dlpack(tensor)
+        host = numpy.asarray(tensor)  # a view through __array_interface__, on every NumPy release
     flip = tuple(slice(None, None, -1) if step < 0 and size > 1 else slice(None)
                  for step, size in zip(host.strides, host.shape))
     reversed_axes = any(s.step == -1 for s in flip)
@@ -46,6 +47,29 @@ TARGET = Target(
     entry_takes=EntryTakes(dtypes=_HOLDS - _NARROWED, strides="nonnegative"), array_types=("mlx.core:array",),
     note="always copies on the CPU; its from_dlpack narrows float64 and complex128 and refuses negative strides",
 )
+
+
+def for_installed(target: Target, facts) -> Target:
+    """The Target for the installed MLX: its from_dlpack only where it has one (0.29 has none)."""
+    import mlx.core as mx
+
+    if hasattr(mx, "from_dlpack"):
+        facts.seen("mlx.core.from_dlpack exists")
+        return target
+    facts.seen("no mlx.core.from_dlpack: every hand-over goes through mx.array")
+    return dataclasses.replace(target, entry="", entry_takes=None,
+                               note=target.note + "; this release has no from_dlpack (mx.array is used)")
+
+
+def export_keeps_memory() -> bool:
+    """Whether the installed MLX's capsules keep their memory alive: measured on 0.32.4; 0.29.4's
+    point into the array's buffer without holding it (the values change once the array is freed),
+    so older releases are read through the buffer protocol."""
+    import mlx.core as mx
+
+    from ._release import at_least
+
+    return at_least(mx.__version__, 0, 32)
 
 
 def make(shape, dtype, readonly=False):
@@ -82,5 +106,8 @@ def peer() -> Peer:
             return np.array(x.view(mx.uint16)).view(ml_dtypes.bfloat16)
         return np.array(x)
 
-    return Peer(make=make, consume=mx.from_dlpack, data_ptr=exported_pointer, to_numpy=to_numpy,
+    def consume(x):
+        return mx.from_dlpack(x)  # looked up per call: a release without it fails here, as a user's call would
+
+    return Peer(make=make, consume=consume, data_ptr=exported_pointer, to_numpy=to_numpy,
                 writable=lambda x: None, array_type=mx.array)

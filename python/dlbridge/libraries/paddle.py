@@ -3,6 +3,7 @@ strides as wrong values, and kills the process (SIGSEGV) when first imported aft
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from ._spec import CPU, CUDA, STANDARD_DTYPES, NotApplicable, NotObservable, Peer, Target, strided_layout
@@ -19,6 +20,21 @@ TARGET = Target(
     dtypes=STANDARD_DTYPES | {"bfloat16", "float8_e4m3fn", "float8_e5m2"}, array_types=("paddle:Tensor",),
     note="never honours READ_ONLY; reads negative strides as wrong values; dies when imported after tensorflow",
 )
+
+
+def for_installed(target: Target, facts) -> Target:
+    """The Target for the installed Paddle: copy= is passed only where its from_dlpack names it
+    (3.0.0's takes the array alone), read from its signature."""
+    import inspect
+
+    import paddle
+
+    try:
+        keywords = "copy" in inspect.signature(paddle.from_dlpack).parameters
+    except (TypeError, ValueError):  # no signature to read: the cautious reading
+        keywords = False
+    facts.seen(f"from_dlpack takes copy=: {'yes' if keywords else 'no'}")
+    return target if keywords else dataclasses.replace(target, copy_keyword=False)
 
 
 def make(shape, dtype, readonly=False):

@@ -1,6 +1,9 @@
 """TensorFlow (tensorflow-cpu 2.21.0): its importer takes a legacy capsule, never an array, and
 reads compact row-major layouts only; it ignores READ_ONLY (and exports legacy capsules, so its
-own tensors arrive with unknown writability)."""
+own tensors arrive with unknown writability).
+
+Before 2.20 its tensors have no __dlpack__ and their buffer protocol cannot describe bfloat16:
+second_look reads what that refuses through tf.experimental.dlpack.to_dlpack."""
 
 from __future__ import annotations
 
@@ -15,6 +18,19 @@ TARGET = Target(
     devices=frozenset({CPU, CUDA}), dtypes=STANDARD_DTYPES | {"bfloat16"}, takes="capsule", copy_keyword=False,
     array_types=("tensorflow:Tensor",), note="takes a legacy capsule, compact row-major only",
 )
+
+
+def second_look(x, refusal: BaseException, device=None, copy=None):
+    """dlbridge.from_dlpack for a TensorFlow object the usual reading failed on (`refusal`): a
+    tensor with no __dlpack__ (before 2.20) is read from its own to_dlpack capsule, and is no copy."""
+    import sys
+
+    from .. import _core
+
+    tf = sys.modules.get("tensorflow")
+    if tf is None or hasattr(x, "__dlpack__") or not isinstance(x, tf.Tensor):
+        raise refusal
+    return _core.from_dlpack(tf.experimental.dlpack.to_dlpack(x), device=device, copy=copy), False
 
 
 def make(shape, dtype, readonly=False):

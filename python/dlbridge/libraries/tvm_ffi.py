@@ -3,7 +3,7 @@ copy keyword."""
 
 from __future__ import annotations
 
-from ._spec import NotApplicable, NotObservable, Peer, Target
+from ._spec import NotApplicable, NotObservable, Peer, Target, exported_pointer
 
 NAME = "tvm_ffi"
 RANK = 8
@@ -38,5 +38,9 @@ def peer() -> Peer:
             raise NotApplicable("tvm_ffi asks for legacy capsules, which cannot carry read-only data")
         return tvm_ffi.from_dlpack(a)
 
-    return Peer(make=make, consume=tvm_ffi.from_dlpack, data_ptr=lambda t: t.data_ptr(), to_numpy=np.from_dlpack,
+    def data_ptr(t):
+        # Tensor.data_ptr() is newer than 0.1.8; its own export says the same where it is absent.
+        return t.data_ptr() if hasattr(t, "data_ptr") else exported_pointer(t)
+
+    return Peer(make=make, consume=tvm_ffi.from_dlpack, data_ptr=data_ptr, to_numpy=np.from_dlpack,
                 writable=lambda t: True, array_type=tvm_ffi.Tensor)

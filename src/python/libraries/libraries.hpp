@@ -60,19 +60,23 @@ std::optional<Tensor> other_byte_order_tensor(nb::handle x);
 // which NumPy refuses to export through DLPack, read through its
 // __array_interface__; std::nullopt when x is not one.
 std::optional<Tensor> tensor_from_extension_dtype(nb::handle x);
+// A read-only NumPy array, which NumPy before 2.1 refuses to export through
+// DLPack, read through its __array_interface__ (read-only kept);
+// std::nullopt when x is not one.
+std::optional<Tensor> tensor_from_read_only_array(nb::handle x);
 
 }  // namespace numpy
 
-// --- arrow.cpp
-namespace arrow {
+// --- second_look.cpp
+namespace second_look {
 
-// Called while a failure to read x is the exception being handled: pyarrow's
-// second look when x is an Arrow object (dlbridge.libraries.arrow.second_look),
-// else the failure rethrown.
+// Called while a failure to read x is the exception being handled: the
+// second look of the library x's class comes from (a library module's
+// second_look: pyarrow, TensorFlow), else the failure rethrown.
 Tensor after_failure(nb::handle x, const ExchangeRequest& request);
-// dlbridge._core._install_arrow_second_look.
+// dlbridge._core._install_second_looks.
 void bind(nb::module_& m);
 
-}  // namespace arrow
+}  // namespace second_look
 
 }  // namespace dlbridge::python

@@ -57,9 +57,26 @@ std::optional<Tensor> tensor_from_extension_dtype(nb::handle x) {
                                 (parsed->code == abi::kDLInt || parsed->code == abi::kDLUInt ||
                                  parsed->code == abi::kDLFloat || parsed->code == abi::kDLComplex ||
                                  parsed->code == abi::kDLBool);
-  if (numpy_exports_it) return std::nullopt;  // refused for another reason: keep that error
-  return tensor_over_object(nb::make_tuple(x, interface),
-                            read_array_interface(interface, "__array_interface__", parsed), Device{});
+  if (!numpy_exports_it)
+    return tensor_over_object(nb::make_tuple(x, interface),
+                              read_array_interface(interface, "__array_interface__", parsed), Device{});
+  return std::nullopt;  // refused for another reason: keep that error
+}
+
+// NumPy before 2.1 exports no read-only array ("signalling readonly is
+// unsupported by DLPack"); its __array_interface__ describes the same memory
+// and says it is read-only, which the tensor keeps.
+std::optional<Tensor> tensor_from_read_only_array(nb::handle x) {
+  nb::object interface = attribute_or_none(x, "__array_interface__");
+  if (!PyDict_Check(interface.ptr())) return std::nullopt;
+  nb::object data = py::dict_item_ref(interface.ptr(), "data");
+  if (!data.is_valid() || !PyTuple_Check(data.ptr()) || py::tuple_size(data.ptr()) != 2) return std::nullopt;
+  const int readonly = PyObject_IsTrue(py::tuple_item(data.ptr(), 1));
+  if (readonly < 0) throw nb::python_error();
+  if (readonly == 0) return std::nullopt;  // refused for another reason: keep that error
+  check_byte_order(x);
+  return tensor_over_object(nb::make_tuple(x, interface), read_array_interface(interface, "__array_interface__"),
+                            Device{});
 }
 
 }  // namespace dlbridge::python::numpy
