@@ -19,6 +19,12 @@ def segments(hosts) -> dict:
     return {host.netns: [n for n in host.shm() if n.startswith("dlbridge-")] for host in hosts}
 
 
+def new_segments(hosts, before: dict) -> dict:
+    """The dlbridge segments that appeared in each host's /dev/shm since `before` (segments(hosts))."""
+    now = segments(hosts)
+    return {name: sorted(set(now[name]) - set(before[name])) for name in now if set(now[name]) - set(before[name])}
+
+
 def wait_for_progress(host, start: int, nbytes: int, fraction: float, timeout: float = 60) -> int:
     """Waits until host has received fraction of nbytes since its counter read start; returns the count."""
     deadline = time.monotonic() + timeout
