@@ -11,7 +11,9 @@ def counted(host, call):
     before = host.link_bytes()
     result = call()
     after = host.link_bytes()
-    return result, {k: after[k] - before[k] for k in before}
+    link = {k: after[k] - before[k] for k in before}
+    print(f"link of {host.netns}: {link}")  # shown with pytest -s: the figures for a report
+    return result, link
 
 
 def segments(hosts) -> dict:
@@ -43,6 +45,16 @@ def compact_strides(shape: list[int]) -> list[int]:
         strides.insert(0, step)
         step *= max(n, 1)
     return strides
+
+
+def report(outcome: dict) -> dict:
+    """Prints what a fault gave the user (shown with pytest -s) and returns it."""
+    shown = {k: v for k, v in outcome.items() if k != "value"}
+    if "error" in shown:
+        shown["error"] = {k: shown["error"][k] for k in ("type", "module", "message")}
+        shown["error"]["message"] = shown["error"]["message"][:300]
+    print(f"fault outcome: {shown}")
+    return outcome
 
 
 def check_arrival(sent: dict, received: dict, case: str, flags_on_arrival) -> None:

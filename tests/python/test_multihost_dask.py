@@ -16,7 +16,10 @@ import time
 import pytest
 
 import multihost_cases as cases
-from multihost_checks import FIX, check_arrival, check_coded_refusal, counted, new_segments, segments, wait_for_progress
+from multihost_checks import (
+    FIX, check_arrival, check_coded_refusal, counted, new_segments,
+    report, segments, wait_for_progress,
+)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from engine_clusters import DriverError, start_dask, start_dask_worker  # noqa: E402
@@ -116,7 +119,7 @@ def test_a_shared_tensor_from_a_worker_host_is_refused_on_the_client_host(dask_h
 # inside it. A killed worker is started again (and the client reconnected to it) before the next test.
 
 FAULT_BYTES = 64 << 20
-RATE_MBIT = 200
+RATE_MBIT = 100
 
 
 def revive(hosts, driver, host) -> None:
@@ -145,7 +148,7 @@ def test_a_receiving_worker_killed_mid_transfer_gives_dasks_killed_worker(dask_h
         got = wait_for_progress(hosts[2], start, FAULT_BYTES, 0.2)
         assert got < FAULT_BYTES, "the transfer ended before the kill"
         os.kill(pid, signal.SIGKILL)
-        outcome = driver.call("finish", seconds=60)
+        outcome = report(driver.call("finish", seconds=60))
     finally:
         hosts[1].limit_rate(None)
     revive(hosts, driver, hosts[2])
@@ -162,7 +165,7 @@ def test_a_worker_killed_after_scatter_and_before_the_read_loses_the_data(dask_h
                       timeout=90)["pids"]["h1"]
     driver.call("start_scatter", source="h1", nbytes=FAULT_BYTES)
     os.kill(pid, signal.SIGKILL)
-    outcome = driver.call("get_on", to="h2", seconds=60)
+    outcome = report(driver.call("get_on", to="h2", seconds=60))
     revive(hosts, driver, hosts[1])
     assert "error" in outcome, outcome
     assert outcome["error"]["module"].startswith(("distributed", "concurrent", "asyncio")), outcome["error"]
@@ -181,7 +184,7 @@ def test_a_link_cut_for_a_moment_mid_transfer_recovers(dask_hosts):
         hosts[2].set_link(False)
         time.sleep(2)
         hosts[2].set_link(True)
-        outcome = driver.call("finish", seconds=120)
+        outcome = report(driver.call("finish", seconds=120))
     finally:
         hosts[1].limit_rate(None)
     assert "value" in outcome, outcome

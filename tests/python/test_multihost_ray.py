@@ -15,7 +15,10 @@ import time
 import pytest
 
 import multihost_cases as cases
-from multihost_checks import check_arrival, check_refusal_text, counted, new_segments, segments, wait_for_progress
+from multihost_checks import (
+    check_arrival, check_refusal_text, counted, new_segments, report,
+    segments, wait_for_progress,
+)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from engine_clusters import start_ray  # noqa: E402
@@ -100,7 +103,7 @@ def test_a_shared_tensor_is_refused_on_another_host_inside_rays_system_error(ray
     check_refusal_text(record)
 
 
-def test_a_shared_tensor_from_a_worker_host_is_refused_on_the_driver_host(ray_hosts):
+def test_a_shared_tensor_from_a_worker_host_is_refused_and_outlives_the_ray_worker_that_made_it(ray_hosts):
     hosts, driver = ray_hosts
     before = segments(hosts)[hosts[2].netns]
     record = driver.call("fetch_shared", source="h2")
@@ -119,7 +122,7 @@ def test_a_shared_tensor_from_a_worker_host_is_refused_on_the_driver_host(ray_ho
 # --- faults. The sender's link is capped, so a 64 MiB transfer lasts seconds and a fault lands inside it.
 
 FAULT_BYTES = 64 << 20
-RATE_MBIT = 200
+RATE_MBIT = 100
 
 
 @pytest.fixture
@@ -138,7 +141,7 @@ def test_a_receiver_killed_mid_transfer_gives_rays_actor_died_error(ray_hosts, s
     got = wait_for_progress(hosts[1], start, FAULT_BYTES, 0.2)
     assert got < FAULT_BYTES, "the transfer ended before the kill"
     os.kill(pid, signal.SIGKILL)
-    outcome = driver.call("finish", seconds=60)
+    outcome = report(driver.call("finish", seconds=60))
     error = outcome["error"]
     assert error["type"] == "ActorDiedError" and error["module"] == "ray.exceptions", error
     assert outcome["seconds"] < 60
@@ -151,7 +154,7 @@ def test_an_owner_killed_between_put_and_get_gives_rays_owner_died_error(ray_hos
     shm_before = segments(hosts)
     pid = driver.call("start_put", source="h2", nbytes=FAULT_BYTES)["pid"]
     os.kill(pid, signal.SIGKILL)
-    outcome = driver.call("get_put", seconds=60)
+    outcome = report(driver.call("get_put", seconds=60))
     error = outcome["error"]
     assert error["type"] == "OwnerDiedError" and error["module"] == "ray.exceptions", error
     assert "ObjectLostError" in error["mro"]
@@ -168,7 +171,7 @@ def test_a_link_cut_for_a_moment_mid_transfer_recovers(ray_hosts, slow_link):
     hosts[1].set_link(False)
     time.sleep(2)
     hosts[1].set_link(True)
-    outcome = driver.call("finish", seconds=120)
+    outcome = report(driver.call("finish", seconds=120))
     assert "value" in outcome, outcome
     assert outcome["value"]["describe"]["tensor"]["digest"] == expected
     assert outcome["value"]["in_store"] == [True]
