@@ -292,3 +292,16 @@ class Hosts:
         self.report = {"survivors": survivors, "shm_at_stop": shm,
                        "namespaces_left": left}
         return self.report
+
+
+def hosts_for_pytest(count: int) -> Hosts:
+    """Hosts for a test module: where they cannot be made, a skip with the reason, or under CI=true (where
+    the tier must run) a failure."""
+    import pytest
+
+    try:
+        return Hosts(count)
+    except CannotMakeHosts as exc:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI must run the multi-host tier: {exc}")
+        pytest.skip(f"no test hosts: {exc}")
