@@ -186,3 +186,23 @@ def numpy_layouts():
         ("size-0-strided", np.zeros((4, 6))[:, 2:2]),
         ("offset", base[7:19].reshape(3, 4)),
     ]
+
+
+@pytest.fixture(scope="module")
+def test_hosts():
+    """Three test hosts for one module (tests/support/netns_hosts.py): network namespaces on a bridge, each
+    with a private /dev/shm. Skipped with the reason where they cannot be made (not root), never in CI
+    (CI=true), where the tier must run. At teardown every process is stopped by PID; a process that
+    survives SIGKILL, a dlbridge segment left in a host's /dev/shm, or a namespace left fails the module."""
+    sys.path.insert(0, str(_HERE.parent / "support"))
+    from netns_hosts import hosts_for_pytest
+
+    hosts = hosts_for_pytest(3)
+    try:
+        yield hosts
+    finally:
+        report = hosts.teardown()
+    left = {host: [n for n in names if n.startswith("dlbridge-")] for host, names in report["shm_at_stop"].items()}
+    assert not report["survivors"], f"processes survived SIGKILL: {report['survivors']}"
+    assert not any(left.values()), f"dlbridge segments left in the hosts' /dev/shm: {left}"
+    assert not report["namespaces_left"], report["namespaces_left"]
