@@ -30,20 +30,33 @@ _NUMERIC = frozenset(["int8", "int16", "int32", "int64", "uint8", "uint16", "uin
 
 def hand_over(tensor, copy=None):
     """A pyarrow Array (1-d) or FixedShapeTensorArray (n-d) of the tensor's values."""
-    import pyarrow as pa
+    # pyarrow is bound once: an import statement per call costs more than Arrow's own import of
+    # a small array (the import machinery's lookups raise and drop AttributeErrors).
+    pa = _pyarrow or _bind_pyarrow()
+    shape = tensor.shape
+    if len(shape) > 1 and 0 in shape[1:]:
+        from ..errors import LayoutError
 
-    from ..errors import LayoutError
-
-    if tensor.ndim > 1 and 0 in tensor.shape[1:]:
-        raise LayoutError(f"Arrow's fixed-shape tensors need inner dimensions above 0; shape {tensor.shape} "
+        raise LayoutError(f"Arrow's fixed-shape tensors need inner dimensions above 0; shape {shape} "
                           "has an empty one.", "Hand over a tensor whose dimensions after the first are all > 0.")
     if tensor.dtype.name == "bool":
         return _packed_bools(tensor)
-    if tensor.size == 0:
+    if 0 in shape:
         return _empty(tensor)
-    if tensor.ndim == 1:
+    if len(shape) == 1:
         return pa.Array.from_dlpack(tensor)
     return pa.FixedShapeTensorArray.from_dlpack(tensor)
+
+
+_pyarrow = None
+
+
+def _bind_pyarrow():
+    global _pyarrow
+    import pyarrow
+
+    _pyarrow = pyarrow
+    return pyarrow
 
 
 TARGET = Target(
