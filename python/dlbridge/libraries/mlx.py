@@ -21,9 +21,9 @@ _NARROWED = frozenset({"float64", "complex128"})
 
 def hand_over(tensor, copy=None):
     """An mlx array holding a copy of the tensor's values, in the tensor's own dtype."""
-    import mlx.core as mx
-    import numpy
-
+    # The modules are bound once: an import statement per call costs more than MLX's own
+    # import of a small array.
+    mx, numpy = _modules or _bind_modules()
     if tensor.dtype.name == "bfloat16":
         import ml_dtypes
 
@@ -37,6 +37,18 @@ def hand_over(tensor, copy=None):
         host = host[flip]
     out = mx.array(host, dtype=getattr(mx, _MLX_NAMES.get(tensor.dtype.name, tensor.dtype.name)))
     return out[flip] if reversed_axes else out
+
+
+_modules = None
+
+
+def _bind_modules():
+    global _modules
+    import mlx.core
+    import numpy
+
+    _modules = (mlx.core, numpy)
+    return _modules
 
 
 _HOLDS = (STANDARD_DTYPES - {"complex128"}) | {"bfloat16"}
