@@ -34,6 +34,15 @@ def hand_over(tensor, copy=None):
     # a small array (the import machinery's lookups raise and drop AttributeErrors).
     pa = _pyarrow or _bind_pyarrow()
     shape = tensor.shape
+    if len(shape) == 1 and shape[0]:
+        # The common case asks the tensor nothing more: Arrow refuses DLPack's bool type (a byte
+        # each, where Arrow packs bits), and only then is the dtype read.
+        try:
+            return pa.Array.from_dlpack(tensor)
+        except pa.ArrowInvalid:
+            if tensor.dtype.name != "bool":
+                raise
+            return _packed_bools(tensor)
     if len(shape) > 1 and 0 in shape[1:]:
         from ..errors import LayoutError
 
