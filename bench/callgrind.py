@@ -14,6 +14,7 @@ figures subtract it.
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -34,6 +35,13 @@ CASES = {
     "dlbridge.from_dlpack(dlbridge)": "dlbridge.from_dlpack(t)",
     "dlbridge.Tensor.copy() 8x8": "t.copy()",
     "convert(numpy, numpy)": "dlbridge.convert(a, 'numpy')",
+    # Contiguous float32 copies against NumPy's a.copy() of the same array (issue 41).
+    "numpy a.copy() 4 KiB": "c4[0].copy()",
+    "dlbridge Tensor.copy() 4 KiB": "c4[1].copy()",
+    "numpy a.copy() 64 KiB": "c64[0].copy()",
+    "dlbridge Tensor.copy() 64 KiB": "c64[1].copy()",
+    "numpy a.copy() 1 MiB": "c1m[0].copy()",
+    "dlbridge Tensor.copy() 1 MiB": "c1m[1].copy()",
 }
 # Cases that need PyTorch (a pinned dev dependency; skipped without it).
 TORCH_CASES = {
@@ -48,6 +56,21 @@ TORCH_CASES = {
     "convert(negative strides, torch)": "dlbridge.convert(neg, 'torch')",
     "torch.from_dlpack(ascontiguousarray(negative strides))": "torch.from_dlpack(numpy.ascontiguousarray(neg))",
 }
+
+# The floors (bench/floor_bench.cpp: the least a correct import does, in the Python C API
+# alone), beside dlbridge's import of the same array; built by bench/run beside the casters.
+FLOOR_CASES = {
+    "floor: from_dlpack(numpy)": "fb.numpy(a)",
+}
+FLOOR_TORCH_CASES = {
+    "dlbridge.from_dlpack(torch complex)": "dlbridge.from_dlpack(ttc)",
+    "floor: from_dlpack(torch)": "fb.torch(tt)",
+    "floor: from_dlpack(torch complex)": "fb.torch(ttc)",
+    "floor: torch's exchange API alone (no lazy-view checks)": "fb.torch_unchecked(tt)",
+}
+# apache/tvm-ffi's import of the same torch tensor, for scale: it makes none of the lazy-view
+# checks (tvm_ffi.from_dlpack(torch.tensor([1+2j, 3-4j]).conj()) holds [1+2j, 3-4j]).
+TVM_FFI_CASES = {"tvm_ffi.from_dlpack(torch)": "tvm_ffi.from_dlpack(tt)"}
 
 # Cases that need JAX (CPU; skipped without it, and by --quick: its import is slow under valgrind).
 JAX_CASES = {
@@ -102,7 +125,15 @@ DEFAULT_CASTER_MODULES = benchlib.ROOT / "build" / "bench-suite" / "bench" / "ca
 # (case, baseline, goal): goal ("ratio", x) is net Ir case / baseline <= x;
 # ("extra", n) is at most n more Ir per call than the baseline.
 TARGETS = [
+    ("dlbridge.from_dlpack(numpy)", "floor: from_dlpack(numpy)", ("ratio", 1.10)),
+    ("dlbridge.from_dlpack(torch)", "floor: from_dlpack(torch)", ("ratio", 1.10)),
+    ("dlbridge.from_dlpack(torch complex)", "floor: from_dlpack(torch complex)", ("ratio", 1.10)),
+    ("tvm_ffi.from_dlpack(torch)", "floor: from_dlpack(torch)", ("ratio", None)),
     ("dlbridge.from_dlpack(numpy)", "numpy.from_dlpack(numpy)", ("ratio", 0.85)),
+    # Instructions: at most NumPy's (bench_copy_numpy.py times the same copies; 0.95x NumPy's speed).
+    ("dlbridge Tensor.copy() 4 KiB", "numpy a.copy() 4 KiB", ("ratio", 1.05)),
+    ("dlbridge Tensor.copy() 64 KiB", "numpy a.copy() 64 KiB", ("ratio", 1.05)),
+    ("dlbridge Tensor.copy() 1 MiB", "numpy a.copy() 1 MiB", ("ratio", 1.05)),
     ("numpy.from_dlpack(dlbridge)", "numpy.from_dlpack(numpy)", ("ratio", 0.95)),
     ("convert(numpy, numpy)", "numpy.from_dlpack(numpy)", ("ratio", 1.10)),
     ("dlbridge.from_dlpack(torch)", "torch.from_dlpack(torch)", ("ratio", 0.5)),
@@ -139,14 +170,21 @@ import numpy, dlbridge
 a = numpy.arange(64, dtype=numpy.float32).reshape(8, 8)
 t = dlbridge.from_dlpack(a)
 neg = a[:, ::-1]
+c4, c64, c1m = ((h, dlbridge.from_dlpack(h)) for h in (numpy.arange(k * 256, dtype=numpy.float32) for k in (4, 64, 1024)))
 n = int(sys.argv[1])
 if os.environ.get("DLBRIDGE_CASTER_MODULES"):
     sys.path.insert(0, os.environ["DLBRIDGE_CASTER_MODULES"])
-    import casters_bench_nanobind as cbn, casters_bench_nanobind_os as cbo, casters_bench_pybind11 as cbp
 statements = sys.argv[2:]
+if any(re.search(r"\\bcb[nop]\\.", s) for s in statements):
+    import casters_bench_nanobind as cbn, casters_bench_nanobind_os as cbo, casters_bench_pybind11 as cbp
+if any(s.startswith("fb.") for s in statements):
+    import floor_bench as fb
 if any("tt" in s or "torch" in s for s in statements):
     import torch
     tt = torch.arange(64, dtype=torch.float32).reshape(8, 8)
+    ttc = tt.to(torch.complex64)
+    if any("tvm_ffi" in s for s in statements):
+        import tvm_ffi
     ttd = dlbridge.from_dlpack(tt)
 # A JAX array or module named anywhere (--only may keep convert(ja, ...) without jnp.from_dlpack).
 if any(re.search(r"\\bja\\b|jnp", s) for s in statements):
@@ -289,6 +327,13 @@ def run(quick: bool, caster_modules: Path | None = DEFAULT_CASTER_MODULES, only:
     casters = caster_modules is not None and all(
         any(caster_modules.glob(f"{name}.*")) for name in
         ("casters_bench_nanobind", "casters_bench_nanobind_os", "casters_bench_pybind11"))
+    floors = caster_modules is not None and any(caster_modules.glob("floor_bench.*"))
+    if floors:
+        cases.update(FLOOR_CASES)
+        if "dlbridge.from_dlpack(torch)" in cases:
+            cases.update(FLOOR_TORCH_CASES)
+            if importlib.util.find_spec("tvm_ffi") is not None:
+                cases.update(TVM_FFI_CASES)
     if casters:
         cases.update(CASTER_CASES)
     else:
@@ -305,9 +350,11 @@ def run(quick: bool, caster_modules: Path | None = DEFAULT_CASTER_MODULES, only:
                 continue
             library_cases[name] = statement
     if only is not None:  # a quick look at some cases while working on them
-        cases = {k: v for k, v in cases.items() if k == "loop" or only in k}
-        library_cases = {k: v for k, v in library_cases.items() if k == "loop" or only in k}
-    net, rows = measure(cases, n, caster_modules if casters else None)
+        import re
+
+        cases = {k: v for k, v in cases.items() if k == "loop" or re.search(only, k)}
+        library_cases = {k: v for k, v in library_cases.items() if k == "loop" or re.search(only, k)}
+    net, rows = measure(cases, n, caster_modules if casters or floors else None)
     if len(library_cases) > 1:
         more, more_rows = measure(library_cases, n, None)
         net.update({k: v for k, v in more.items() if k != "loop"})
@@ -342,7 +389,7 @@ def main(argv: list[str] | None = None) -> int:
     args = benchlib.main_args(argv, "callgrind.json", extra=lambda p: (
         p.add_argument("--casters", type=Path, default=DEFAULT_CASTER_MODULES,
                        help="directory holding the built casters_bench_* modules"),
-        p.add_argument("--only", help="only the cases whose name contains this (plus the loop)")))
+        p.add_argument("--only", help="only the cases whose name this regular expression finds (plus the loop)")))
     result = run(args.quick, args.casters, args.only)
     benchlib.write_json(args.out, result)
     print(json.dumps(result["ratios_net"], indent=2))

@@ -338,8 +338,16 @@ def markdown(results: Path) -> str:
                          f"{r['ir_per_call_net']:.0f}", objects])
         lines += table(["case", "statement", "Ir / call", "net Ir / call", "where (Ir / call by library)"], rows)
         lines += [f"- {k}: **{v:.2f}×** (net)" for k, v in cg["ratios_net"].items()] + [""]
+        if any(r["case"].startswith("tvm_ffi.") for r in cg["results"]):
+            lines += ["The floors are `bench/floor_bench.cpp`: the least a correct import does, in the Python C API "
+                      "alone. For a torch tensor that is torch's C exchange API plus `requires_grad`, `is_neg()` and, "
+                      "for complex dtypes only (no other dtype has a conjugate bit), `is_conj()`. "
+                      "apache/tvm-ffi's `from_dlpack(torch)` is shown beside it for scale: it makes none of these "
+                      "checks, so `tvm_ffi.from_dlpack(torch.tensor([1+2j, 3-4j]).conj())` holds `[1+2j, 3-4j]` "
+                      "(the unconjugated memory), where dlbridge returns `[1-2j, 3+4j]`.", ""]
     else:
         lines += ["not run", ""]
+    lines += pairs_section(load(results, "convert_pairs.json"))
     lines += ["## 6. `dlbridge.convert(x, target)` vs the direct call (`bench/bench_convert.py`)", ""]
     if conv:
         lines += [conv["note"] + ".", ""]
@@ -362,6 +370,31 @@ def markdown(results: Path) -> str:
     lines += report_casters.markdown_lines(load(results, "casters.json"))
     lines += ["![benchmarks](benchmarks.png)", ""]
     return "\n".join(lines)
+
+
+def pairs_section(pairs: dict | None) -> list[str]:
+    """The whole convert table (bench/callgrind_pairs.py): every producer into every target."""
+    lines = ["## 6a. The whole convert table: `dlbridge.convert(x, to)` vs `to`'s own import of x "
+             "(`bench/callgrind_pairs.py`)", ""]
+    if not pairs:
+        return lines + ["not run", ""]
+    goal = pairs["settings"]["target_ratio"]
+    lines += [f"x: an 8-element float32 array made by the producer; net instructions per call (callgrind, "
+              f"{pairs['settings']['calls_per_case']} calls, the loop subtracted) and the best time per call of "
+              f"{pairs['settings']['timing_rounds']} rounds (ns). Target: convert ≤ {goal:.2f}× the direct call "
+              "in instructions.", ""]
+    rows = []
+    for r in pairs["rows"]:
+        if r.get("ratio_ir") is None:
+            why = "direct call refused: " + r["direct_refused"] if r["direct_refused"] else "not measured"
+            conv = f"{r['convert_ir']:.0f}" if r["convert_ir"] is not None else ""
+            rows.append([r["from"], r["to"], conv, "", "", "", "", "", f"≤ {goal:.2f}×", why])
+            continue
+        rows.append([r["from"], r["to"], f"{r['convert_ir']:.0f}", f"{r['direct_ir']:.0f}", f"{r['ratio_ir']:.2f}",
+                     f"{r['convert_ns']:.0f}", f"{r['direct_ns']:.0f}", f"{r['ratio_ns']:.2f}", f"≤ {goal:.2f}×",
+                     verdict(r["ok"])])
+    return lines + table(["from", "to", "convert Ir", "direct Ir", "ratio", "convert ns", "direct ns", "ratio",
+                          "target", "verdict"], rows)
 
 
 # ---------------------------------------------------------------- plot

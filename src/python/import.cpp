@@ -128,16 +128,37 @@ template <Keep keep>
 Tensor import_producer(nb::handle x, ProducerType& known, const ExchangeRequest& request, HeldRead* held) {
   try {
     const ImportingGuard guard(x.ptr());
+    TakenStruct taken;
+    bool asked = false;
     if (known.family == ProducerFamily::torch) {
-      const torch::LazyState lazy = torch::resolve_lazy_state(x, request);
-      if (lazy.replacement.is_valid()) {
-        Tensor t = import_object(lazy.replacement, ExchangeRequest{});
-        // What the resolve made is a copy, and says so (a writable caster argument refuses it).
-        const uint64_t marks = (lazy.read_only ? DLBRIDGE_FLAG_READ_ONLY : 0) |
-                               (lazy.copied ? DLBRIDGE_FLAG_IS_COPIED : 0);
-        if (marks != 0) t = t.with_view(t.view().with_flags(t.view().flags() | marks));
-        if (lazy.copied) t.set_lazy_view_resolved();
-        return finish_import(std::move(t), request, lazy.copied);
+      torch::LazyBits bits = torch::read_lazy_bits(x);
+      if (!bits.any()) {
+        // The conjugate bit exists on complex dtypes only: the export says the dtype.
+        try {
+          taken = ask_producer(x, known, request);
+          asked = true;
+        } catch (nb::python_error& refusal) {
+          // torch's __dlpack__ (a subclass's route) refuses a conjugate view,
+          // which is resolved below as one the C exchange API exported.
+          if (!refusal.matches(PyExc_Exception) || !torch::is_conjugate(x)) throw;
+        }
+        if (!asked || (torch::may_be_conjugate(taken.dl_tensor()) && torch::is_conjugate(x))) {
+          taken = TakenStruct();
+          asked = false;
+          bits.conj = true;
+        }
+      }
+      if (bits.any()) {
+        const torch::LazyState lazy = torch::resolve_lazy_state(x, request, bits);
+        if (lazy.replacement.is_valid()) {
+          Tensor t = import_object(lazy.replacement, ExchangeRequest{});
+          // What the resolve made is a copy, and says so (a writable caster argument refuses it).
+          const uint64_t marks = (lazy.read_only ? DLBRIDGE_FLAG_READ_ONLY : 0) |
+                                 (lazy.copied ? DLBRIDGE_FLAG_IS_COPIED : 0);
+          if (marks != 0) t = t.with_view(t.view().with_flags(t.view().flags() | marks));
+          if (lazy.copied) t.set_lazy_view_resolved();
+          return finish_import(std::move(t), request, lazy.copied);
+        }
       }
     }
     if (!known.export_keeps_memory && PyObject_CheckBuffer(x.ptr())) {
@@ -147,7 +168,7 @@ Tensor import_producer(nb::handle x, ProducerType& known, const ExchangeRequest&
       t = t.with_view(t.view().with_flags(t.view().flags() | DLBRIDGE_FLAG_READ_ONLY));
       return finish_import(std::move(t), request, false);
     }
-    TakenStruct taken = ask_producer(x, known, request);
+    if (!asked) taken = ask_producer(x, known, request);
     // The library states what its legacy capsule could not: the memory may be written.
     const bool stated_writable = known.legacy_writable && !taken.is_versioned();
     // A caller that keeps the producer's struct asks nothing of the import.

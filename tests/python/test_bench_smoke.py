@@ -110,6 +110,17 @@ def test_callgrind_quick(results: Path) -> None:
     assert all(t["ok"] is None for t in data["targets"] if t["goal"] is None)
 
 
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+def test_callgrind_pairs_quick(results: Path) -> None:
+    data = run_script("callgrind_pairs.py", results / "convert_pairs.json")
+    check_machine(data)
+    [row] = data["rows"]  # --quick: NumPy into NumPy only
+    assert (row["from"], row["to"]) == ("numpy", "numpy")
+    assert row["convert_ir"] > 0 and row["direct_ir"] > 0 and row["convert_ns"] > 0 and row["direct_ns"] > 0
+    assert row["ok"] == (row["ratio_ir"] <= data["settings"]["target_ratio"])
+    assert all("function" in f for f in row["top_self"])
+
+
 def test_convert_quick(results: Path) -> None:
     data = run_script("bench_convert.py", results / "convert.json")
     check_machine(data)

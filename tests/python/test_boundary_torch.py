@@ -25,11 +25,20 @@ def lazy_tensors():
         ("conj-imag", torch.conj(z).imag),
         ("conj-strided", torch.conj((torch.arange(8.0) * (1 + 2j)).reshape(2, 4))[:, ::2]),
         ("conj-of-neg", torch.conj(torch._neg_view(z))),
+        # A subclass goes through torch's __dlpack__, which refuses the conjugate bit
+        # that the C exchange API exports silently: both roads end in the resolved copy.
+        ("conj-subclass", torch.conj(z).as_subclass(LazySubclass)),
+        ("conj-complex128", torch.conj(z.to(torch.complex128))),
+        ("conj-requires-grad", torch.conj(z.clone().requires_grad_())),
     ]
 
 
+class LazySubclass(torch.Tensor):
+    pass
+
+
 def meant(x):
-    return x.resolve_conj().resolve_neg().numpy()
+    return x.detach().resolve_conj().resolve_neg().numpy()
 
 
 @pytest.mark.parametrize("name, x", lazy_tensors(), ids=[n for n, _ in lazy_tensors()])

@@ -32,25 +32,47 @@ def hand_over(tensor, copy=None, *, importers=True):
     """A pyarrow Array (1-d) or FixedShapeTensorArray (n-d) of the tensor's values; without
     importers (pyarrow before 21 has no from_dlpack), through its constructors of NumPy arrays,
     which read the tensor's memory as it is (a NumPy view through __array_interface__)."""
-    import pyarrow as pa
+    # pyarrow is bound once: an import statement per call costs more than Arrow's own import of
+    # a small array (the import machinery's lookups raise and drop AttributeErrors).
+    pa = _pyarrow or _bind_pyarrow()
+    shape = tensor.shape
+    if importers and len(shape) == 1 and shape[0]:
+        # The common case asks the tensor nothing more: Arrow refuses DLPack's bool type (a byte
+        # each, where Arrow packs bits), and only then is the dtype read.
+        try:
+            return pa.Array.from_dlpack(tensor)
+        except pa.ArrowInvalid:
+            if tensor.dtype.name != "bool":
+                raise
+            return _packed_bools(tensor)
+    if len(shape) > 1 and 0 in shape[1:]:
+        from ..errors import LayoutError
 
-    from ..errors import LayoutError
-
-    if tensor.ndim > 1 and 0 in tensor.shape[1:]:
-        raise LayoutError(f"Arrow's fixed-shape tensors need inner dimensions above 0; shape {tensor.shape} "
+        raise LayoutError(f"Arrow's fixed-shape tensors need inner dimensions above 0; shape {shape} "
                           "has an empty one.", "Hand over a tensor whose dimensions after the first are all > 0.")
     if tensor.dtype.name == "bool":
         return _packed_bools(tensor)
-    if tensor.size == 0:
+    if 0 in shape:
         return _empty(tensor)
     if not importers:
         import numpy
 
         host = numpy.asarray(tensor)
-        return pa.array(host) if tensor.ndim == 1 else pa.FixedShapeTensorArray.from_numpy_ndarray(host)
-    if tensor.ndim == 1:
+        return pa.array(host) if len(shape) == 1 else pa.FixedShapeTensorArray.from_numpy_ndarray(host)
+    if len(shape) == 1:
         return pa.Array.from_dlpack(tensor)
     return pa.FixedShapeTensorArray.from_dlpack(tensor)
+
+
+_pyarrow = None
+
+
+def _bind_pyarrow():
+    global _pyarrow
+    import pyarrow
+
+    _pyarrow = pyarrow
+    return pyarrow
 
 
 def _by_constructors(tensor, copy=None):

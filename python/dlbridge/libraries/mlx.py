@@ -21,22 +21,38 @@ _NARROWED = frozenset({"float64", "complex128"})
 
 def hand_over(tensor, copy=None):
     """An mlx array holding a copy of the tensor's values, in the tensor's own dtype."""
-    import mlx.core as mx
-    import numpy
-
-    if tensor.dtype.name == "bfloat16":
+    # The modules are bound once: an import statement per call costs more than MLX's own
+    # import of a small array.
+    mx, numpy = _modules or _bind_modules()
+    name = tensor.dtype.name
+    if name == "bfloat16":
         import ml_dtypes
 
         host = numpy.asarray(tensor).view(ml_dtypes.bfloat16)
     else:
         host = numpy.asarray(tensor)  # a view through __array_interface__, on every NumPy release
+    dtype = getattr(mx, _MLX_NAMES.get(name, name))
+    if min(host.strides, default=0) >= 0:  # no reversed axis: mx.array reads the layout as it is
+        return mx.array(host, dtype=dtype)
     flip = tuple(slice(None, None, -1) if step < 0 and size > 1 else slice(None)
                  for step, size in zip(host.strides, host.shape))
     reversed_axes = any(s.step == -1 for s in flip)
     if reversed_axes:
         host = host[flip]
-    out = mx.array(host, dtype=getattr(mx, _MLX_NAMES.get(tensor.dtype.name, tensor.dtype.name)))
+    out = mx.array(host, dtype=dtype)
     return out[flip] if reversed_axes else out
+
+
+_modules = None
+
+
+def _bind_modules():
+    global _modules
+    import mlx.core
+    import numpy
+
+    _modules = (mlx.core, numpy)
+    return _modules
 
 
 _HOLDS = (STANDARD_DTYPES - {"complex128"}) | {"bfloat16"}

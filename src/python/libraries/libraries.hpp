@@ -35,7 +35,23 @@ struct LazyState {
   bool copied = false;     // replacement is a new buffer
   bool read_only = false;  // the import must refuse writes
 };
-LazyState resolve_lazy_state(nb::handle x, const ExchangeRequest& request);
+// What decides a lazy view, read as cheaply as torch allows: requires_grad
+// (a property) and is_neg (a method: the negative bit exists on every
+// dtype, e.g. x.conj().imag) before the export; the conjugate bit exists on
+// complex dtypes only (torch asserts it), so is_conj is asked after the
+// export and only where its dtype is complex (may_be_conjugate).
+struct LazyBits {
+  bool grad = false;
+  bool neg = false;
+  bool conj = false;  // known set; false: not asked yet, or clear
+  bool any() const noexcept { return grad || neg || conj; }
+};
+LazyBits read_lazy_bits(nb::handle x);
+bool may_be_conjugate(const abi::DLTensor* exported) noexcept;
+bool is_conjugate(nb::handle x);
+// The replacement for a tensor with some of `bits` set (is_conj asked here
+// unless bits.conj is already known).
+LazyState resolve_lazy_state(nb::handle x, const ExchangeRequest& request, LazyBits bits);
 
 // torch's refusal of x raised as the coded error it stands for (a quantized,
 // non-strided or meta tensor), with `refusal` as its cause; returns when it

@@ -23,8 +23,7 @@ bool attribute_truth(nb::handle x, const char* name) { return truth(x.attr(name)
 // The names asked on every import of a torch tensor, interned once. A name
 // made from C text is decoded and hashed on each lookup, and misses the
 // type's attribute cache (which takes interned names only), so each lookup
-// walks torch.Tensor's MRO, a large part of an import's cost
-// (bench/callgrind.py --only torch).
+// walks torch.Tensor's MRO.
 struct LazyStateNames {
   PyObject* requires_grad = interned("requires_grad");
   PyObject* is_conj = interned("is_conj");
@@ -34,6 +33,21 @@ struct LazyStateNames {
 const LazyStateNames& lazy_state_names() {
   static const LazyStateNames* names = new LazyStateNames();  // never destroyed: imports run at exit too
   return *names;
+}
+
+bool interned_attribute_truth(nb::handle x, PyObject* name) {
+  PyObject* value = PyObject_GetAttr(x.ptr(), name);
+  if (value == nullptr) throw nb::python_error();
+  return truth(nb::steal(value));
+}
+
+// x.name() as a method call: no bound method is made (PyObject_VectorcallMethod
+// looks the method up on the type, so a subclass's override still answers).
+bool method_truth(nb::handle x, PyObject* name) {
+  PyObject* self = x.ptr();
+  PyObject* value = PyObject_VectorcallMethod(name, &self, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, nullptr);
+  if (value == nullptr) throw nb::python_error();
+  return truth(nb::steal(value));
 }
 
 [[noreturn]] void raise_coded(ErrorCode code, const std::string& message, const char* hint,
@@ -48,12 +62,27 @@ const abi::DLPackExchangeAPI* trusted_exchange_api(nb::handle real_class) {
   return find_exchange_api(reinterpret_cast<PyTypeObject*>(real_class.ptr()));
 }
 
-LazyState resolve_lazy_state(nb::handle x, const ExchangeRequest& request) {
-  LazyState out;
+LazyBits read_lazy_bits(nb::handle x) {
   const LazyStateNames& names = lazy_state_names();
-  const bool grad = truth(x.attr(nb::handle(names.requires_grad)));
-  const bool conj = truth(x.attr(nb::handle(names.is_conj))());
-  const bool neg = truth(x.attr(nb::handle(names.is_neg))());
+  LazyBits bits;
+  bits.grad = interned_attribute_truth(x, names.requires_grad);
+  bits.neg = method_truth(x, names.is_neg);
+  return bits;
+}
+
+bool may_be_conjugate(const abi::DLTensor* exported) noexcept {
+  // NULL: a struct of another major version, whose dtype may not be read.
+  return exported == nullptr || exported->dtype.code == abi::kDLComplex;
+}
+
+bool is_conjugate(nb::handle x) { return method_truth(x, lazy_state_names().is_conj); }
+
+LazyState resolve_lazy_state(nb::handle x, const ExchangeRequest& request, LazyBits bits) {
+  LazyState out;
+  // Asked here only where the fast path did not: is_conj is false on every real dtype.
+  const bool conj = bits.conj || is_conjugate(x);
+  const bool neg = bits.neg;
+  const bool grad = bits.grad;
   if (!conj && !neg) {
     if (!grad) return out;
     // The same memory without the autograd graph, which torch's export
