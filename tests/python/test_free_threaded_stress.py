@@ -179,33 +179,13 @@ def test_eight_threads_without_the_gil_get_every_value_right():
     assert not gil_enabled()
 
 
-# Eight daemon threads inside dlbridge (importing, copying, freeing tensors, taking the state lock) when the
-# interpreter exits: CPython ends each as it next takes its thread state, on any of those paths.
-# convert and pickling are left out: eight daemon threads inside them at exit crash the GIL builds too
-# today (a tuple freed during finalization; std::rethrow_exception), which is not this build's to pin.
-DAEMONS_AT_EXIT = """
-import threading, time
-import numpy as np
-import dlbridge
-big = dlbridge.empty((1 << 18,), "float64")
-small = np.arange(8.0)
-started = threading.Barrier(9)
-def work(i):
-    started.wait()
-    while True:
-        big.copy()
-        dlbridge.from_dlpack(small)
-        dlbridge.from_dlpack(memoryview(small)).copy()
-for i in range(8):
-    threading.Thread(target=work, args=(i,), daemon=True).start()
-started.wait()
-time.sleep(0.05)
-"""
 
+def test_a_daemon_thread_copying_at_exit_exits_cleanly_twenty_times_in_a_row(run_python):
+    # Without the GIL this aborted about once in 20 exits ("terminate called without an active exception"):
+    # the Tensor pool's thread-exit callback took a thread state while the interpreter finalized.
+    from test_boundary_exit import DAEMON_COPYING_AT_EXIT
 
-def test_daemon_threads_inside_dlbridge_at_exit_exit_cleanly_twenty_times_in_a_row(run_python):
-    # The abort this pins came about once in 20 exits (a thread-exit callback that took a thread state).
     for attempt in range(20):
-        result = run_python(DAEMONS_AT_EXIT, timeout=120)
+        result = run_python(DAEMON_COPYING_AT_EXIT, timeout=120)
         assert "terminate called" not in result.stderr, f"exit {attempt + 1} of 20: {result.stderr}"
         assert result.returncode == 0, f"exit {attempt + 1} of 20: {result.stderr}"
