@@ -47,6 +47,24 @@ def _git(*args: str) -> str | None:
         return None
 
 
+def interpreter() -> str:
+    """The interpreter and the dlbridge build a figure was measured on, e.g. "CPython 3.12.1, cp312-abi3":
+    users of 3.12 and later get the stable-ABI wheel, whose calls cost more than the 3.11 build's."""
+    name = f"{platform.python_implementation()} {platform.python_version()}"
+    try:
+        from dlbridge import _core
+    except ImportError:
+        return name
+    suffix = Path(_core.__file__).name.split(".")[1:-1]  # ['abi3'] or ['cpython-311-x86_64-linux-gnu']
+    if suffix == ["abi3"]:
+        build = "cp312-abi3"
+    elif suffix:
+        build = "cp" + suffix[0].split("-")[1]  # cp311, cp313t
+    else:
+        build = "unknown build"
+    return f"{name}, {build}"
+
+
 def machine_info() -> dict:
     """What a reader needs to judge a number: where, when, with which versions."""
     commit = _git("rev-parse", "--short", "HEAD")
@@ -60,6 +78,7 @@ def machine_info() -> dict:
         "memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
         "platform": platform.platform(),
         "python": platform.python_version(),
+        "interpreter": interpreter(),
         "versions": {name: _version(name) for name in ("dlbridge", "numpy", "torch", "jax", "jaxlib")},
         "git_commit": commit,
         "git_dirty": bool(dirty) if dirty is not None else None,

@@ -32,6 +32,7 @@ CASES = {
     "dlbridge.from_dlpack(numpy)": "dlbridge.from_dlpack(a)",
     "numpy.from_dlpack(numpy)": "numpy.from_dlpack(a)",
     "numpy.from_dlpack(dlbridge)": "numpy.from_dlpack(t)",
+    "convert(dlbridge, numpy)": "dlbridge.convert(t, 'numpy')",
     "dlbridge.from_dlpack(dlbridge)": "dlbridge.from_dlpack(t)",
     "dlbridge.Tensor.copy() 8x8": "t.copy()",
     "convert(numpy, numpy)": "dlbridge.convert(a, 'numpy')",
@@ -136,6 +137,8 @@ TARGETS = [
     ("dlbridge Tensor.copy() 1 MiB", "numpy a.copy() 1 MiB", ("ratio", 1.05)),
     ("numpy.from_dlpack(dlbridge)", "numpy.from_dlpack(numpy)", ("ratio", 0.95)),
     ("convert(numpy, numpy)", "numpy.from_dlpack(numpy)", ("ratio", 1.10)),
+    # docs/benchmarks.md: convert(x, lib) at most 1.2x the library's own import, on the abi3 wheel too.
+    ("convert(dlbridge, numpy)", "numpy.from_dlpack(dlbridge)", ("ratio", 1.2)),
     ("dlbridge.from_dlpack(torch)", "torch.from_dlpack(torch)", ("ratio", 0.5)),
     ("torch.from_dlpack(dlbridge)", "torch.from_dlpack(torch)", ("ratio", 1.0)),
     ("convert(torch, torch)", "torch.from_dlpack(torch)", ("ratio", 1.10)),
@@ -300,7 +303,8 @@ def measure(cases: dict, n: int, caster_modules: Path | None) -> tuple[dict, lis
             rows.append({"case": name, "statement": cases[name], "ir_per_call": per_call[name],
                          "ir_per_call_net": per_call[name] - loop,
                          "by_object": by_object, "top_self": top})
-            print(f"{name:<34} {per_call[name]:10.0f} Ir/call   net {per_call[name] - loop:10.0f}", flush=True)
+            print(f"{name:<34} {per_call[name]:10.0f} Ir/call   net {per_call[name] - loop:10.0f}   "
+                  f"[{benchlib.interpreter()}]", flush=True)
     return {name: per_call[name] - loop for name in names}, rows
 
 
@@ -392,6 +396,7 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--only", help="only the cases whose name this regular expression finds (plus the loop)")))
     result = run(args.quick, args.casters, args.only)
     benchlib.write_json(args.out, result)
+    print(f"ratios on {result['machine']['interpreter']}:")
     print(json.dumps(result["ratios_net"], indent=2))
     print(f"wrote {args.out}")
     return 0

@@ -38,7 +38,9 @@ PyObject* dlpack_name() {
 // was read at (which any change to the type or a base replaces), as a
 // borrowed reference that only the GIL keeps valid; without it the MRO is
 // asked each time, for a reference of the caller's own. The limited API
-// shows neither: the abi3 build looks the attribute up.
+// shows neither version tags nor the type's slots: the abi3 build keeps the
+// answer only for a type that can never change (py::lookup_in_immutable_type),
+// decided once per type, and looks the attribute up for the others.
 #if defined(Py_GIL_DISABLED)
 using MethodRef = nb::object;
 #else
@@ -47,7 +49,23 @@ using MethodRef = nb::handle;
 
 MethodRef dlpack_method([[maybe_unused]] ProducerType* known, [[maybe_unused]] PyTypeObject* type) {
 #ifdef Py_LIMITED_API
-  return MethodRef();
+  if (known == nullptr) return MethodRef();
+  // method_tag: 0 undecided, 1 decided (method is NULL where the type may change).
+  if (known->method_tag != 0) return known->method;
+  PyObject* found = nullptr;
+  nb::object dict_offset = nb::steal(PyObject_GetAttrString(reinterpret_cast<PyObject*>(type), "__dictoffset__"));
+  if (!dict_offset.is_valid()) PyErr_Clear();
+  // The generic attribute lookup (a static type's slot is readable since 3.10), and no instance dict to
+  // shadow the class's attribute (__dictoffset__ 0: none, -1 a managed one).
+  if (dict_offset.is_valid() && PyLong_Check(dict_offset.ptr()) && PyLong_AsSsize_t(dict_offset.ptr()) == 0 &&
+      PyType_GetSlot(type, Py_tp_getattro) == reinterpret_cast<void*>(PyObject_GenericGetAttr)) {
+    found = py::lookup_in_immutable_type(type, dlpack_name());
+    if (found != nullptr && Py_TYPE(found) != &PyMethodDescr_Type) found = nullptr;
+  }
+  PyErr_Clear();  // a check that failed only means "look the attribute up each time"
+  known->method = found;
+  known->method_tag = 1;
+  return found;
 #else
   if (known == nullptr || type->tp_getattro != PyObject_GenericGetAttr || type->tp_dictoffset != 0)
     return MethodRef();

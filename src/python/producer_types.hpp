@@ -44,8 +44,10 @@ struct ProducerType {
   std::atomic<bool> serves_devices{false};
 
   // __dlpack__ as the type's MRO holds it, and the version tag it was read
-  // at (dlpack_protocol.cpp: dlpack_method). Borrowed, which only the GIL
-  // keeps valid: a free-threaded build never fills it.
+  // at (dlpack_protocol.cpp: dlpack_method; the abi3 build, which cannot
+  // read version tags, stores 1 once it decided, for an immutable type).
+  // Borrowed, which only the GIL keeps valid: a free-threaded build never
+  // fills it.
   PyObject* method = nullptr;
   unsigned int method_tag = 0;
 

@@ -167,6 +167,53 @@ inline uint64_t dict_version([[maybe_unused]] PyObject* dict) noexcept {
 #endif
 }
 
+// The type's __mro__ (new reference), or NULL with no exception set.
+inline nanobind::object type_mro(PyTypeObject* type) {
+#ifdef Py_LIMITED_API
+  PyObject* mro = PyObject_GetAttrString(reinterpret_cast<PyObject*>(type), "__mro__");
+  if (mro == nullptr) PyErr_Clear();
+  return nanobind::steal(mro);
+#else
+  return nanobind::borrow(type->tp_mro);
+#endif
+}
+
+#ifdef Py_LIMITED_API
+// What _PyType_Lookup(type, name) finds, for the abi3 build, which has
+// neither that call nor the version tag that would tell when an answer went
+// stale: only for a type that cannot change, where it never does (the type
+// and every class of its MRO immutable, Py_TPFLAGS_IMMUTABLETYPE: the static
+// types of C extensions, NumPy's ndarray among them). Borrowed (the type's
+// dict holds it as long as the type lives); NULL when the type may change or
+// has no such attribute, with no exception set.
+inline PyObject* lookup_in_immutable_type(PyTypeObject* type, PyObject* name) noexcept {
+  nanobind::object mro = type_mro(type);
+  if (!mro.is_valid() || !PyTuple_Check(mro.ptr())) return nullptr;
+  const Py_ssize_t n = PyTuple_Size(mro.ptr());
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject* base = PyTuple_GetItem(mro.ptr(), i);
+    if (base == nullptr || !PyType_Check(base) ||
+        !(PyType_GetFlags(reinterpret_cast<PyTypeObject*>(base)) & Py_TPFLAGS_IMMUTABLETYPE))
+      return nullptr;
+  }
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject* dict = PyObject_GetAttrString(PyTuple_GetItem(mro.ptr(), i), "__dict__");
+    if (dict == nullptr) {
+      PyErr_Clear();
+      return nullptr;
+    }
+    PyObject* found = PyObject_GetItem(dict, name);
+    Py_DECREF(dict);
+    if (found != nullptr) {
+      Py_DECREF(found);  // the class's dict keeps it, and an immutable class keeps its dict's items
+      return found;
+    }
+    PyErr_Clear();
+  }
+  return nullptr;
+}
+#endif
+
 // Py_XSETREF, which the limited API lacks: stores value (a new reference) in
 // slot, then releases the one slot held.
 inline void replace(PyObject*& slot, PyObject* value) noexcept {

@@ -19,16 +19,56 @@
 // hand-over's note of a freed struct); the re-entry guard of imports is one
 // list for every thread, under this lock, each entry marked with its thread
 // (import.cpp, ImportingGuard).
+//
+// Taking the lock can end the thread: a contended PyMutex parks the thread
+// without its thread state, and CPython (3.13t) ends a thread that takes
+// its state back while the interpreter finalizes, by the same forced unwind
+// as gil.hpp describes. StateMutex parks the thread there instead, as
+// restore_thread does, so a daemon thread at exit never unwinds through a
+// destructor that holds or takes the lock.
 #pragma once
 
 #include <nanobind/nanobind.h>
 
 #include <atomic>
 
+#include "gil.hpp"
+
 namespace dlbridge::python {
 
-using StateMutex = nanobind::ft_mutex;
-using StateLock = nanobind::ft_lock_guard;
+class StateMutex {
+ public:
+  StateMutex() = default;
+  StateMutex(const StateMutex&) = delete;
+  StateMutex& operator=(const StateMutex&) = delete;
+
+  void lock() noexcept {
+#if defined(NB_FREE_THREADED) && defined(__GLIBCXX__)
+    try {
+      mutex_.lock();
+    } catch (::abi::__forced_unwind&) {
+      park_thread();
+    }
+#else
+    mutex_.lock();
+#endif
+  }
+  void unlock() noexcept { mutex_.unlock(); }
+
+ private:
+  nanobind::ft_mutex mutex_;
+};
+
+class StateLock {
+ public:
+  explicit StateLock(StateMutex& mutex) noexcept : mutex_(mutex) { mutex_.lock(); }
+  ~StateLock() { mutex_.unlock(); }
+  StateLock(const StateLock&) = delete;
+  StateLock& operator=(const StateLock&) = delete;
+
+ private:
+  StateMutex& mutex_;
+};
 
 // A Python object that the package installs (a hook, a table) and every call
 // reads. Readers get a borrowed pointer without a lock: an installed object

@@ -4,6 +4,7 @@
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 
+#include <cstdint>
 #include <string>
 
 #include <dlbridge/exchange/carry_out.hpp>
@@ -287,11 +288,23 @@ PyMethodDef tensor_dlpack_def = {
 
 }  // namespace
 
+// pooled: freed Tensor objects are kept for reuse, which skips nanobind's
+// instance registration and Python's allocator on every import
+// (bench/callgrind.py). Not on a free-threaded interpreter: there each thread
+// has pools of its own, and the thread-exit callback that drains them takes
+// a thread state (nanobind's cleanup_guard). A daemon thread that CPython ends while
+// it finalizes runs that callback, is ended again inside it, and the unwind
+// through that noexcept callback was std::terminate ("terminate called
+// without an active exception"). Capacity 0 turns pooling off.
+#if defined(NB_FREE_THREADED)
+constexpr std::uint32_t tensor_pool_capacity = 0;
+#else
+constexpr std::uint32_t tensor_pool_capacity = 128;
+#endif
+
 void bind_tensor(nb::module_& m) {
-  // pooled: freed Tensor objects are kept for reuse, which skips nanobind's
-  // instance registration and Python's allocator on every import (~200
-  // instructions of ~1300, bench/callgrind.py).
-  auto cls = nb::class_<Tensor>(m, "Tensor", nb::type_slots(tensor_buffer_slots), nb::pooled(),
+  auto cls = nb::class_<Tensor>(m, "Tensor", nb::type_slots(tensor_buffer_slots),
+                                nb::pooled(tensor_pool_capacity),
                      "A validated DLPack tensor: a zero-copy view of another "
                      "library's memory, or the owner of its own.")
       .def_prop_ro("shape", [](const Tensor& t) { return dims_tuple(t.view().shape(), t.view().ndim()); })

@@ -9,6 +9,9 @@ import pytest
 import dlbridge
 from conftest import check_error, numpy_layouts
 
+# NumPy 2.5 (the first with wheels for Python 3.15) changed the classes of two refusals.
+NUMPY_2_5 = tuple(int(part) for part in np.__version__.split(".")[:2]) >= (2, 5)
+
 NUMPY_DTYPES = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
                 np.float16, np.float32, np.float64, np.complex64, np.complex128]
 # ml_dtypes extends numpy with these; numpy's own __dlpack__ does not know them.
@@ -55,8 +58,9 @@ def test_ml_dtypes_arrays_are_imported_although_numpy_refuses_to_export_them(nam
 @pytest.mark.parametrize("name", ["bfloat16", "float8_e4m3fn", "float8_e5m2", "float4_e2m1fn", "int4"])
 def test_numpy_refuses_to_import_dlpack_extension_dtypes(name):
     # Finding: np.from_dlpack cannot read them either, even with ml_dtypes
-    # installed, and says so with a RuntimeError rather than a BufferError.
-    with pytest.raises(RuntimeError, match="Unsupported dtype"):
+    # installed, and says so with a RuntimeError rather than a BufferError
+    # (NumPy < 2.5; from 2.5 a BufferError).
+    with pytest.raises(BufferError if NUMPY_2_5 else RuntimeError, match="Unsupported dtype"):
         np.from_dlpack(dlbridge.empty((4,), name))
 
 
@@ -138,8 +142,9 @@ def test_numpy_consumer_request_is_accepted_by_dlbridge():
 
 def test_numpy_rejects_any_stream_as_producer():
     # Finding: numpy treats every stream other than None, even the CPU's
-    # harmless -1, as an error, and raises RuntimeError (not BufferError).
-    with pytest.raises(RuntimeError, match="stream=None"):
+    # harmless -1, as an error, and raises RuntimeError (not BufferError;
+    # NumPy 2.5 raises ValueError).
+    with pytest.raises(ValueError if NUMPY_2_5 else RuntimeError, match="stream=None"):
         np.arange(3.0).__dlpack__(stream=-1)
 
 
