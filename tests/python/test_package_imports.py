@@ -97,12 +97,14 @@ def test_library_modules_import_nothing_of_dlbridge_but_their_own_package():
 # left out without the core noticing: sharing across processes (pickles), the tools (doctor,
 # explain and its catalogue, check, the pytest plugin, the command line). Every module of the
 # package is one or the other, so a new module has to say which.
-CORE = ("dlbridge", "dlbridge._paths", "dlbridge.convert", "dlbridge.errors", "dlbridge.libraries")
+CORE = ("dlbridge", "dlbridge._paths", "dlbridge.convert", "dlbridge.errors", "dlbridge.libraries",
+        "dlbridge.structures", "dlbridge.tables")
 SATELLITES = (
     "dlbridge._pickle",  # sharing: the reconstructors pickles name
     "dlbridge.doctor", "dlbridge.explain", "dlbridge.catalogue", "dlbridge.check",
     "dlbridge.check_consumer", "dlbridge.conformance_items", "dlbridge.conformance_setup",
     "dlbridge.testing", "dlbridge.cli", "dlbridge.__main__", "dlbridge._errors_stub",
+    "dlbridge._parent_death",  # tools: their child processes end with them
 )
 # The one import of a satellite the core makes: the package re-exports dlbridge.explain()
 # (shared/api.md), and the function shares its name with its module, which a lazy import would

@@ -16,7 +16,7 @@ from dlbridge import _paths
 
 def test_paths_hold_what_they_promise():
     assert (Path(dlbridge.get_include()) / "dlbridge" / "dlbridge.hpp").is_file()
-    assert (Path(dlbridge.get_include()) / "dlbridge" / "nanobind.hpp").is_file()
+    assert (Path(dlbridge.get_include()) / "dlbridge" / "python" / "nanobind.hpp").is_file()
     assert (Path(dlbridge.get_cmake_dir()) / "dlbridgeConfig.cmake").is_file()
     assert (Path(dlbridge.get_pkgconfig_dir()) / "dlbridge.pc").is_file()
 
