@@ -12,6 +12,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+pytest.importorskip("dlbridge._share", reason="needs dlbridge._share, which this build left out (-DDLBRIDGE_SHARE=OFF)")
+pytestmark = pytest.mark.sharing
 import dlbridge
 from dlbridge._core import _testing
 from dlbridge._pickle import rebuild_tensor
