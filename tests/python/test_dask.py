@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 from distributed import Client, LocalCluster
 
-pytestmark = pytest.mark.sharing
 import dlbridge
+
+pytestmark = pytest.mark.sharing
 
 
 @pytest.fixture(scope="session")

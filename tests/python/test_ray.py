@@ -14,8 +14,9 @@ import pytest
 import ray
 import torch
 
-pytestmark = pytest.mark.sharing
 import dlbridge
+
+pytestmark = pytest.mark.sharing
 
 READ_ONLY = 1
 # Ray inlines objects under 100 KiB in its messages; these are above that,
