@@ -13,7 +13,7 @@
 #include "dlpack_protocol.hpp"
 #include "entry_points.hpp"
 #include "libraries/libraries.hpp"
-#include "pickling.hpp"
+#include "sharing_seam.hpp"
 #include "state_lock.hpp"
 
 namespace dlbridge::python {
@@ -298,7 +298,7 @@ void bind_import(nb::module_& m) {
           // An int is a 1-d shape, checked like a tuple's entries (a huge
           // one is a ValueError, not a failed cast).
           dims = ints_from_python(PyLong_Check(shape.ptr()) ? nb::make_tuple(shape) : shape, "shape");
-          if (shared) return wrap_tensor(empty_shared(dims, dtype_from_python(dtype), target));
+          if (shared) return wrap_tensor(empty_shared_through_seam(dims, dtype_from_python(dtype), target));
           // Allocated on the target by its backend: nothing is uploaded.
           return wrap_tensor(tensor_from_managed(empty_on(target, dtype_from_python(dtype), dims)));
         },

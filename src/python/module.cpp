@@ -1,8 +1,8 @@
 // The dlbridge._core extension: the Python face of the C++ core.
 #include "bindings.hpp"
 #include "libraries/libraries.hpp"
-#include "pickling.hpp"
 #include "producer_types.hpp"
+#include "sharing_seam.hpp"
 #include "structures.hpp"
 
 NB_MODULE(_core, m) {
@@ -23,7 +23,7 @@ NB_MODULE(_core, m) {
   bind_types(m);
   bind_capsules(m);
   bind_tensor(m);
-  bind_pickling(m);
+  bind_sharing_seam(m);
   bind_exchange_api(m);
   bind_import(m);
   bind_producer_types(m);

@@ -155,7 +155,7 @@ uint64_t needed_alignment(DType t) {
   return alignment;
 }
 
-// _core._rebuild_tensor(buffer, layout, private_bytes=False,
+// _share._rebuild_tensor(buffer, layout, private_bytes=False,
 // writability_unknown=False), which every buffer pickle reaches through
 // dlbridge._pickle. private_bytes marks bytes made for this pickle alone
 // (protocol < 5 of a writable tensor, or any pickle of a tensor whose
@@ -339,35 +339,30 @@ nb::object deep_copy(const Tensor& t) {
 
 }  // namespace
 
-void bind_pickling(nb::module_& m) {
+void bind_pickling(nb::module_& m, SharingHooks& hooks) {
   nb::class_<TensorBytes>(m, "_TensorBytes", nb::type_slots(tensor_bytes_slots),
                           "The bytes of a dlbridge.Tensor as a flat buffer, for pickle.PickleBuffer.");
   // The fields arrive as pickle passes them, positionally, and each is
   // checked here: a forged pickle gets InvalidTensorError, not a binding's
   // signature.
   m.def("_rebuild_tensor", &rebuild_tensor,
-        nb::sig("def _rebuild_tensor(*fields: object) -> Tensor"),
+        nb::sig("def _rebuild_tensor(*fields: object) -> dlbridge._core.Tensor"),
         "Rebuilds a pickled dlbridge.Tensor over its buffer: (buffer, layout[, private_bytes[, "
         "writability_unknown]]) (used by pickle).");
   m.def("_rebuild_shared_tensor", &rebuild_shared_tensor,
-        nb::sig("def _rebuild_shared_tensor(*fields: object) -> Tensor"),
+        nb::sig("def _rebuild_shared_tensor(*fields: object) -> dlbridge._core.Tensor"),
         "Rebuilds a pickled shared-memory dlbridge.Tensor: (name, ticket, layout[, "
         "writability_unknown]) (used by pickle).");
   m.def("_rebuild_cuda_tensor", &rebuild_cuda_tensor,
-        nb::sig("def _rebuild_cuda_tensor(*fields: object) -> Tensor"),
+        nb::sig("def _rebuild_cuda_tensor(*fields: object) -> dlbridge._core.Tensor"),
         "Rebuilds a pickled CUDA dlbridge.Tensor shared through CUDA IPC: (name, ticket, "
         "layout[, writability_unknown]) (used by pickle).");
-  auto cls = nb::borrow<nb::class_<Tensor>>(nb::handle(reinterpret_cast<PyObject*>(tensor_type())));
-  cls.def("__reduce_ex__", &reduce_ex, nb::arg("protocol"),
-          nb::sig("def __reduce_ex__(self, protocol: int) -> tuple[object, tuple[object, ...]]"),
-          "Pickle support: protocol 5 sends the data as one out-of-band buffer, without a "
-          "copy when the tensor is dense; older protocols send one bytes copy; a shared tensor "
-          "(share_memory(), host or CUDA) sends only its segment's name.")
-      .def("__copy__", [](const Tensor& t) { return wrap_tensor(t); },
-           "A new Tensor object over the same memory.")
-      .def("__deepcopy__", [](const Tensor& t, nb::handle) { return deep_copy(t); },
-           nb::arg("memo").none(), "A new tensor with its own copy of the data and the same flags.");
-  bind_shared_memory(m);
+  // dlbridge.Tensor's __reduce_ex__, __copy__ and __deepcopy__ (bound by
+  // the core, sharing_seam.cpp).
+  hooks.reduce_ex = &reduce_ex;
+  hooks.copy = [](const Tensor& t) { return wrap_tensor(t); };
+  hooks.deep_copy = &deep_copy;
+  bind_shared_memory(m, hooks);
 }
 
 }  // namespace dlbridge::python

@@ -1,6 +1,8 @@
 // Tensors that leave the process: pickling (protocol 5 out-of-band buffers,
 // in-band bytes below 5), copy.copy / copy.deepcopy, and tensors in shared
-// memory that other processes on the machine map by name.
+// memory that other processes on the machine map by name: the sources of
+// the dlbridge._share extension (share_module.cpp), which the core reaches
+// only through sharing_seam.hpp.
 #pragma once
 
 #include <memory>
@@ -13,15 +15,18 @@
 #include <dlbridge/platform/shared_memory.hpp>
 
 #include "bindings.hpp"
+#include "sharing_seam.hpp"
 
 namespace dlbridge::python {
 
-// Adds the pickling and sharing methods to dlbridge.Tensor and the
-// reconstructors that pickles name to the module; after bind_tensor.
-void bind_pickling(nb::module_& m);
+// Adds the reconstructors that pickles name to the module, and sets the
+// hooks behind dlbridge.Tensor's pickling and sharing methods.
+void bind_pickling(nb::module_& m, SharingHooks& hooks);
 
 // --- shared_memory.cpp
-void bind_shared_memory(nb::module_& m);
+// Sets the sharing hooks (share_memory, is_shared, empty(shared=True)) and
+// adds the module's functions for tests and exit.
+void bind_shared_memory(nb::module_& m, SharingHooks& hooks);
 // The segment of this process that holds all of v's elements, or NULL.
 std::shared_ptr<SharedSegment> find_shared_segment(const TensorView& v);
 // dlbridge.empty(..., shared=True): a zero-filled compact tensor in a new

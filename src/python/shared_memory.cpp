@@ -199,10 +199,10 @@ std::recursive_mutex& ProcessSharesLock::mutex() {
 void prepare_process() {
   static pid_t prepared_for = 0;
   if (prepared_for == ::getpid()) return;
-  // multiprocessing.util.Finalize(None, _core._release_shared_memory,
+  // multiprocessing.util.Finalize(None, _share._release_shared_memory,
   // exitpriority=-100), with raw references (see with_gil).
   const bool done = calling_python([] {
-    PyObject* core = PyImport_ImportModule("dlbridge._core");
+    PyObject* core = PyImport_ImportModule("dlbridge._share");
     PyObject* util = PyImport_ImportModule("multiprocessing.util");
     PyObject* release = core ? PyObject_GetAttrString(core, "_release_shared_memory") : nullptr;
     PyObject* finalize = util ? PyObject_GetAttrString(util, "Finalize") : nullptr;
@@ -356,25 +356,19 @@ void return_shared_ticket(const std::string& name, uint64_t ticket) noexcept {
   }
 }
 
-void bind_shared_memory(nb::module_& m) {
-  auto cls = nb::borrow<nb::class_<Tensor>>(nb::handle(reinterpret_cast<PyObject*>(tensor_type())));
-  cls.def("share_memory", &share_memory,
-          nb::sig("def share_memory(self) -> Tensor"),
-          "This tensor if it already lives in shared memory, else a copy in a new POSIX "
-          "shared-memory segment (compact, same flags); for a CUDA tensor, a device copy "
-          "exported with CUDA IPC. Pickles of it carry a segment's name, so other processes on "
-          "this machine map the same pages (or open the same device memory).")
-      .def_prop_ro("is_shared",
-                   [](const Tensor& t) {
-                     return find_shared_segment(t.view()) != nullptr ||
-                            device_share_segment(t.view()) != nullptr;
-                   },
-                   "True when the tensor's memory is a shared-memory segment, or CUDA memory "
-                   "exported for other processes, that pickles pass by name.");
+void bind_shared_memory(nb::module_& m, SharingHooks& hooks) {
+  // dlbridge.Tensor's share_memory and is_shared (bound by the core,
+  // sharing_seam.cpp), and empty(shared=True).
+  hooks.share_memory = &share_memory;
+  hooks.is_shared = [](const Tensor& t) {
+    return find_shared_segment(t.view()) != nullptr || device_share_segment(t.view()) != nullptr;
+  };
+  hooks.empty_shared = &empty_shared;
   m.def("_release_shared_memory", &release_shared_memory,
         "Gives back every shared-memory reference this process holds (run at exit).");
   m.def("_shared_memory_info",
-        [](const Tensor& t) -> nb::object {
+        [](nb::handle tensor) -> nb::object {
+          const Tensor& t = initialised_tensor(tensor, "_shared_memory_info");
           std::shared_ptr<SharedSegment> segment = find_shared_segment(t.view());
           if (!segment) segment = device_share_segment(t.view());
           if (!segment) return nb::none();

@@ -65,3 +65,9 @@ def test_wheel_carries_the_license(wheel):
         assert len(licenses) == 1, names
         assert archive.read(licenses[0]) == (ROOT / "LICENSE").read_bytes()
     assert "License-Expression: Apache-2.0" in metadata and "License-File: LICENSE" in metadata
+
+
+def test_one_wheel_carries_the_core_and_the_sharing_module(wheel):
+    with zipfile.ZipFile(wheel) as archive:
+        modules = sorted(n.rsplit("/", 1)[-1].split(".")[0] for n in archive.namelist() if n.endswith(".so"))
+    assert modules == ["_core", "_share"]

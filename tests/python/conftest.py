@@ -5,12 +5,17 @@ imported directly: a missing one must fail the run, not skip half of it.
 Only tests that need a GPU may skip, and the Python matrix (scripts/test-matrix),
 which names the libraries that have no wheel for its interpreter in
 DLBRIDGE_TEST_WITHOUT (e.g. "torch,jax"): test files that use one of those are
-not collected there, and the run's header lists them.
+not collected there, and the run's header lists them. Tests marked `sharing`
+need the sharing module (dlbridge._share, which -DDLBRIDGE_SHARE=OFF leaves
+out): without it they skip with that reason, and a CI run without it must
+deselect them (-m "not sharing", as scripts/test-no-share does) rather than
+skip them.
 """
 
 from __future__ import annotations
 
 import gc
+import importlib.util
 import os
 import pathlib
 import re
@@ -23,6 +28,8 @@ import pytest
 import dlbridge
 from dlbridge._core import _testing
 
+HAS_SHARE = importlib.util.find_spec("dlbridge._share") is not None
+NO_SHARE = "needs dlbridge._share, which this build left out (-DDLBRIDGE_SHARE=OFF)"
 WITHOUT = {name for name in os.environ.get("DLBRIDGE_TEST_WITHOUT", "").split(",") if name}
 _HERE = pathlib.Path(__file__).parent
 
@@ -43,6 +50,19 @@ _NOT_COLLECTED = {p.name: lib for p in sorted(_HERE.glob("test_*.py")) if (lib :
 
 def pytest_ignore_collect(collection_path, config):
     return collection_path.name in _NOT_COLLECTED or None
+
+
+def pytest_configure(config):
+    if not HAS_SHARE and os.environ.get("CI") == "true" and config.getoption("markexpr") != "not sharing":
+        raise pytest.UsageError(f"the sharing tests cannot run: {NO_SHARE}; deselect them with -m 'not sharing'")
+
+
+def pytest_collection_modifyitems(config, items):
+    if HAS_SHARE:
+        return
+    for item in items:
+        if item.get_closest_marker("sharing") is not None:
+            item.add_marker(pytest.mark.skip(reason=NO_SHARE))
 
 
 def pytest_collection_finish(session):

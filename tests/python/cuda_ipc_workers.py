@@ -105,7 +105,7 @@ def load_fields(*fields):
 def export_and_wait(conn) -> None:
     """Shares 64 bytes of device memory, sends the record its pickle names
     (for forging), and stays alive until the other end closes the pipe."""
-    from dlbridge._core import _shared_memory_info
+    from dlbridge._share import _shared_memory_info
 
     s = dlbridge.from_dlpack(np.arange(16, dtype=np.float32), device="cuda:0").share_memory()
     with open("/dev/shm" + _shared_memory_info(s)[0], "rb") as f:

@@ -164,6 +164,7 @@ def test_report(results: Path, tmp_path: Path) -> None:
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.sharing
 def test_distributed_quick_and_its_report_section(results: Path) -> None:
     # Ray and Dask start clusters of their own (tests/python/test_ray.py and
     # test_dask.py run them); the smoke test keeps to the pickle engine.

@@ -19,8 +19,9 @@ import time
 import numpy as np
 import pytest
 
+pytest.importorskip("dlbridge._share", reason="needs dlbridge._share, which this build left out (-DDLBRIDGE_SHARE=OFF)")
 import dlbridge
-from dlbridge._core import _shared_memory_info
+from dlbridge._share import _shared_memory_info
 from dlbridge._pickle import rebuild_cuda_tensor
 
 import cuda_ipc_workers
@@ -28,8 +29,8 @@ import cuda_sim
 from conftest import check_error
 
 _PATH = cuda_sim.library_path()
-pytestmark = pytest.mark.skipif(
-    _PATH is None, reason="needs the CUDA simulator: run scripts/test-cuda-sim (scripts/test does)")
+pytestmark = [pytest.mark.sharing, pytest.mark.skipif(
+    _PATH is None, reason="needs the CUDA simulator: run scripts/test-cuda-sim (scripts/test does)")]
 
 N = 4096
 LEGACY = 1  # the legacy default stream's handle

@@ -17,6 +17,8 @@ from distributed import Client, LocalCluster
 
 import dlbridge
 
+pytestmark = pytest.mark.sharing
+
 
 @pytest.fixture(scope="session")
 def dask_client():
@@ -73,13 +75,13 @@ def test_tensors_made_on_one_worker_are_read_on_another(dask_client):
 
 def add_one_in_place(t):
     np.from_dlpack(t)[...] += 1
-    return t.is_shared, t.readonly, dlbridge._core._shared_memory_info(t)[0]
+    return t.is_shared, t.readonly, dlbridge._share._shared_memory_info(t)[0]
 
 
 def test_a_shared_tensor_reaches_a_worker_as_the_clients_pages(dask_client):
     t = dlbridge.empty((1000,), "float64", shared=True)
     np.from_dlpack(t)[...] = np.arange(1000.0)
-    name = dlbridge._core._shared_memory_info(t)[0]
+    name = dlbridge._share._shared_memory_info(t)[0]
     assert dask_client.submit(add_one_in_place, t, pure=False).result(timeout=120) == (True, False, name)
     scattered = dask_client.scatter(t)
     assert dask_client.submit(add_one_in_place, scattered, pure=False).result(timeout=120) == (

@@ -132,6 +132,7 @@ def one_round(seed: int, k: int, check: Checker, shared: dict, handover: queue.Q
     return 18
 
 
+@pytest.mark.sharing  # the threads pickle and load shared-memory tensors too
 def test_eight_threads_without_the_gil_get_every_value_right():
     assert not gil_enabled(), "the GIL is on before dlbridge runs"
     source = expected(7)

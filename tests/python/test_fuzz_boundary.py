@@ -228,7 +228,7 @@ def shared_tensor(nbytes=64, fill=b""):
     import numpy as np
 
     import dlbridge
-    from dlbridge._core import _shared_memory_info
+    from dlbridge._share import _shared_memory_info
 
     t = dlbridge.empty((nbytes,), "uint8", shared=True)
     np.from_dlpack(t)[: len(fill)] = np.frombuffer(bytes(fill), np.uint8)
@@ -691,6 +691,7 @@ if __name__ != "__main__":
                   for i in range(count)]
         return prelude, kind, "[" + ", ".join(fields) + "]"
 
+    @pytest.mark.sharing
     @given(call=reconstructor_calls(), via=st.sampled_from(["direct", "pickle"]))
     @fuzz_settings
     def test_forged_pickles(worker, call, via):
@@ -726,6 +727,7 @@ if __name__ != "__main__":
         "del t\ngc.collect()\nt = shared_tensor()\nname = segment_name(t)",
     ]
 
+    @pytest.mark.sharing
     @given(writes=st.lists(header_writes, min_size=1, max_size=3),
            uses=st.lists(st.sampled_from(SEGMENT_USES), min_size=1, max_size=3))
     @fuzz_settings
@@ -743,6 +745,7 @@ if __name__ != "__main__":
                      "'/dlbridge-0-0-0'", "'/dlbridge-../../etc/passwd'", "'/dlbridge-0\\x00'",
                      "'/dlbridge-ABC'", "'dlbridge-0-0-0'", "'/etc/passwd'", "''", "'/'"]
 
+    @pytest.mark.sharing
     @given(name=st.sampled_from(SEGMENT_NAMES), ticket=st.sampled_from(["0", "1", "2**62", "(3 << 32) | 7"]),
            kind=st.sampled_from(["shared_tensor", "cuda_tensor"]))
     @fuzz_settings
@@ -790,6 +793,7 @@ if __name__ != "__main__":
                       "(1, (2, 32, 1), (17,), (1,), 0, 0)", "(1, (2, 32, 1), (4,), (1,), 60, 0)",
                       "(1, (2, 32, 1), (16,), (-1,), 60, 0)", "(1, (1, 8, 1), (0,), (1,), 64, 0)"]
 
+    @pytest.mark.sharing
     @given(patches=st.lists(record_patches, max_size=3),
            layout=st.sampled_from(RECORD_LAYOUTS), load_twice=st.booleans())
     @fuzz_settings

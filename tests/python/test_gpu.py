@@ -156,6 +156,7 @@ def test_device_ids_other_than_the_current_one():
     np.testing.assert_array_equal(to_numpy(moved), host())
 
 
+@pytest.mark.sharing
 def test_cuda_ipc_between_processes():
     """share_memory() of a device tensor: its pickle carries a name, and a
     spawned child opens the same device memory (CUDA IPC), after the copy

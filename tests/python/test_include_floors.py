@@ -184,15 +184,17 @@ def test_a_tensor_model_header_reaching_platform_is_found(tmp_path):
 
 
 # The satellites of the core in C++: sharing tensors across processes (POSIX shared memory, CUDA
-# IPC, pickles). No header of include/ reaches them, and of the extension's sources only
-# the sharing ones include them, besides the two seams named here (CONTRIBUTING.md, "The core
-# and its satellites").
+# IPC, pickles), built as their own extension, dlbridge._share. No header of include/ reaches
+# them, no source of dlbridge._core includes them, and the core meets them only through
+# sharing_seam.hpp, which the two seams include (CONTRIBUTING.md, "The core and its satellites").
 SATELLITE_HEADERS = ("platform/shared_memory.hpp", "backend/cuda_ipc.hpp")
 SATELLITE_SOURCES = ("src/python/pickling.hpp", "src/python/pickling.cpp", "src/python/shared_memory.cpp",
-                     "src/python/cuda_ipc.cpp")
-SATELLITE_SEAMS = {
-    "src/python/module.cpp": "pickling.hpp",  # adds the sharing methods to the module (bind_pickling)
-    "src/python/import.cpp": "pickling.hpp",  # dlbridge.empty(shared=True) (empty_shared)
+                     "src/python/cuda_ipc.cpp", "src/python/share_module.cpp")
+SHARING_SEAM = "sharing_seam.hpp"
+SHARING_SEAM_USERS = {
+    "src/python/module.cpp",  # binds the Tensor methods that call the sharing module's hooks
+    "src/python/import.cpp",  # dlbridge.empty(shared=True)
+    "src/python/sharing_seam.cpp",  # the seam itself: the hooks and the table _share reads
 }
 SOURCE_INCLUDE = re.compile(r'^\s*#\s*include\s*(?:"([^"]+)"|<dlbridge/([^>]+)>)', re.M)
 
@@ -211,13 +213,26 @@ def test_a_core_header_reaching_a_satellite_is_found(tmp_path):
     assert "exchange/plan.hpp reaches platform/shared_memory.hpp" in core_reaching_satellites(root)
 
 
-def test_core_extension_sources_include_no_satellite_but_the_seams():
-    found = {}
+def core_sources():
     for path in sorted((ROOT / "src" / "python").rglob("*")):
         relative = path.relative_to(ROOT).as_posix()
-        if path.suffix not in {".cpp", ".hpp"} or relative in SATELLITE_SOURCES:
-            continue
-        for quoted, angled in SOURCE_INCLUDE.findall(path.read_text(encoding="utf-8")):
-            if angled in SATELLITE_HEADERS or (quoted and f"src/python/{quoted}" in SATELLITE_SOURCES):
-                found[relative] = angled or quoted
-    assert found == SATELLITE_SEAMS
+        if path.suffix in {".cpp", ".hpp"} and relative not in SATELLITE_SOURCES:
+            yield relative, SOURCE_INCLUDE.findall(path.read_text(encoding="utf-8"))
+
+
+def test_core_extension_sources_include_no_satellite():
+    found = {relative: angled or quoted for relative, includes in core_sources() for quoted, angled in includes
+             if angled in SATELLITE_HEADERS or (quoted and f"src/python/{quoted}" in SATELLITE_SOURCES)}
+    assert found == {}
+
+
+def test_only_the_two_seams_include_the_sharing_seam():
+    users = {relative for relative, includes in core_sources() for quoted, _ in includes if quoted == SHARING_SEAM}
+    assert users == SHARING_SEAM_USERS
+
+
+def test_the_share_module_is_built_from_the_sharing_sources():
+    cmake = (ROOT / "src" / "python" / "CMakeLists.txt").read_text(encoding="utf-8")
+    listed = re.search(r"set\(DLBRIDGE_SHARE_SOURCES ([^)]*)\)", cmake).group(1).split()
+    assert sorted(f"src/python/{name}" for name in listed) == sorted(
+        s for s in SATELLITE_SOURCES if s.endswith(".cpp"))

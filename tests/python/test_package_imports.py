@@ -94,13 +94,14 @@ def test_library_modules_import_nothing_of_dlbridge_but_their_own_package():
 
 # The core and its satellites (CONTRIBUTING.md, "The core and its satellites"). The core is what
 # `import dlbridge` and `convert` need; a satellite is built on the core's public API and may be
-# left out without the core noticing: sharing across processes (pickles), the tools (doctor,
+# left out without the core noticing: sharing across processes (pickles; dlbridge._share, which
+# the core's extension imports on first use, never at import time), the tools (doctor,
 # explain and its catalogue, check, the pytest plugin, the command line). Every module of the
 # package is one or the other, so a new module has to say which.
 CORE = ("dlbridge", "dlbridge._paths", "dlbridge.convert", "dlbridge.errors", "dlbridge.libraries",
         "dlbridge.structures", "dlbridge.tables")
 SATELLITES = (
-    "dlbridge._pickle",  # sharing: the reconstructors pickles name
+    "dlbridge._pickle", "dlbridge._share",  # sharing: the reconstructors pickles name, the extension
     "dlbridge.doctor", "dlbridge.explain", "dlbridge.catalogue", "dlbridge.check",
     "dlbridge.check_consumer", "dlbridge.conformance_items", "dlbridge.conformance_setup",
     "dlbridge.testing", "dlbridge.cli", "dlbridge.__main__", "dlbridge._errors_stub",

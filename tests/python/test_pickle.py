@@ -12,10 +12,13 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+pytest.importorskip("dlbridge._share", reason="needs dlbridge._share, which this build left out (-DDLBRIDGE_SHARE=OFF)")
 import dlbridge
 from dlbridge._core import _testing
 from dlbridge._pickle import rebuild_tensor
 from conftest import check_error, numpy_layouts
+
+pytestmark = pytest.mark.sharing
 
 READ_ONLY = 1
 PADDED = 4

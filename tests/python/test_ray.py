@@ -16,6 +16,8 @@ import torch
 
 import dlbridge
 
+pytestmark = pytest.mark.sharing
+
 READ_ONLY = 1
 # Ray inlines objects under 100 KiB in its messages; these are above that,
 # so they are stored in (and read from) the shared object store.
@@ -122,7 +124,7 @@ def test_strided_and_extension_dtypes_survive_a_task(ray_cluster):
 def add_one_in_place(t):
     np.from_dlpack(t)[...] += 1
     return {"shared": t.is_shared, "readonly": t.readonly,
-            "name": dlbridge._core._shared_memory_info(t)[0], "mapping": store_mapping(t.data_ptr)}
+            "name": dlbridge._share._shared_memory_info(t)[0], "mapping": store_mapping(t.data_ptr)}
 
 
 def shared_arange(n: int):
@@ -133,7 +135,7 @@ def shared_arange(n: int):
 
 def test_a_shared_tensor_reaches_a_task_as_the_drivers_pages(ray_cluster):
     t = shared_arange(LARGE)
-    name = dlbridge._core._shared_memory_info(t)[0]
+    name = dlbridge._share._shared_memory_info(t)[0]
     for argument in (t, ray.put(t)):
         seen = ray.get(add_one_in_place.remote(argument), timeout=120)
         assert seen["shared"] and not seen["readonly"]
@@ -147,6 +149,6 @@ def test_a_shared_tensor_through_the_store_is_a_view_of_the_same_pages(ray_clust
     t = shared_arange(LARGE)
     got = ray.get(ray.put(t))
     assert got.is_shared and not in_object_store(got.data_ptr)
-    assert dlbridge._core._shared_memory_info(got)[0] == dlbridge._core._shared_memory_info(t)[0]
+    assert dlbridge._share._shared_memory_info(got)[0] == dlbridge._share._shared_memory_info(t)[0]
     np.from_dlpack(got)[0] = -7
     assert np.from_dlpack(t)[0] == -7

@@ -16,8 +16,10 @@ import time
 import numpy as np
 import pytest
 
+pytest.importorskip("dlbridge._share", reason="needs dlbridge._share, which this build left out (-DDLBRIDGE_SHARE=OFF)")
+pytestmark = pytest.mark.sharing
 import dlbridge
-from dlbridge._core import _shared_memory_info
+from dlbridge._share import _shared_memory_info
 from dlbridge._pickle import rebuild_shared_tensor
 from conftest import check_error
 
@@ -299,7 +301,7 @@ import gc, multiprocessing, os, signal, sys
 import numpy as np
 sys.path.insert(0, {tests!r})
 import dlbridge, shared_workers
-from dlbridge._core import _shared_memory_info
+from dlbridge._share import _shared_memory_info
 
 if __name__ == "__main__":
     ctx = multiprocessing.get_context("spawn")
@@ -337,7 +339,7 @@ CLEAN_RUN = """
 import multiprocessing, sys
 sys.path.insert(0, {tests!r})
 import dlbridge, shared_workers
-from dlbridge._core import _shared_memory_info
+from dlbridge._share import _shared_memory_info
 
 if __name__ == "__main__":
     ctx = multiprocessing.get_context("forkserver")
@@ -366,7 +368,7 @@ REWRITTEN_SIZE = """
 import ctypes, gc, mmap, struct
 import numpy as np
 import dlbridge
-from dlbridge._core import _shared_memory_info
+from dlbridge._share import _shared_memory_info
 
 t = dlbridge.empty((512,), "float64", shared=True)
 name = _shared_memory_info(t)[0]
@@ -465,7 +467,7 @@ RECEIVER = """
 import os, pickle, sys, time
 import numpy as np
 import dlbridge
-from dlbridge._core import _shared_memory_info
+from dlbridge._share import _shared_memory_info
 while not os.path.exists(sys.argv[1]):
     time.sleep(0.02)
 t = pickle.loads(open(sys.argv[1], "rb").read())
@@ -554,7 +556,7 @@ def test_two_unrelated_programs_share_a_segment_and_the_last_holder_unlinks(tmp_
 CHAIN_LINK = """
 import os, pickle, sys, time
 import dlbridge
-from dlbridge._core import _shared_memory_info
+from dlbridge._share import _shared_memory_info
 mine, loaded_mine, following, loaded_following = sys.argv[1:5]
 if mine == "-":
     t = dlbridge.empty((3,), "float64", shared=True)
