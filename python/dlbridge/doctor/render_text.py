@@ -220,6 +220,12 @@ def _findings(w: _Writer, report: dict) -> None:
             w.line(f"{_reason(f['reason'])}{_direct_words(f)} — fix: {_unbroken(f['fix'])}", indent=6, hang=8)
 
 
+def _micros(us: float) -> str:
+    """A cost in at most five characters, so that a loaded machine's slow exchanges keep the table in
+    its width (the JSON report has the exact figure)."""
+    return f"{us:.1f}" if us < 100 else f"{us:.0f}" if us < 10000 else ">9999"
+
+
 def _details(w: _Writer, report: dict) -> None:
     """Today's per-case detail: the pairs with versions and costs, then every failing case."""
     w.raw("")
@@ -236,7 +242,7 @@ def _details(w: _Writer, report: dict) -> None:
         cost = p["cost_us"]
         rows.append((f"{p['producer']} -> {p['consumer']}", p["direct"]["summary"], p["dlbridge"]["summary"],
                      f"{ask} -> {got}", f"{p['direct']['readonly']}/{p['dlbridge']['readonly']}".replace("immutable", "imm"),
-                     "/".join("-" if cost.get(r) is None else f"{cost[r]:.1f}" for r in ("direct", "dlbridge"))))
+                     "/".join("-" if cost.get(r) is None else _micros(cost[r]) for r in ("direct", "dlbridge"))))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         w.raw("  " + " ".join(text.ljust(width) for text, width in zip(r, widths)).rstrip())
