@@ -50,6 +50,8 @@ namespace dlbridge {
   X(producer_refused, "ProducerError", "DLPackError",                                       \
     "The producer refused the export for a reason no other code names; its exception "     \
     "is the __cause__.")                                                                    \
+  X(not_an_array, "NotAnArrayError", "DLPackError TypeError",                               \
+    "A leaf of a structure that is not an array (also a TypeError: a bad argument).")       \
   X(invalid_argument, "ValueError", "", "An argument value dlbridge cannot use.")           \
   X(out_of_memory, "MemoryError", "", "An allocation failed.")
 

@@ -41,6 +41,7 @@ from .errors import (
     DLPackError,
     InvalidTensorError,
     LayoutError,
+    NotAnArrayError,
     ProducerError,
     ReadOnlyError,
     StreamError,
@@ -53,7 +54,7 @@ from .explain import explain
 __all__ = [
     "DLPACK_VERSION", "ConversionPlan", "alias_readonly", "convert", "plan_convert", "explain", "Device", "DeviceType", "DType", "Tensor", "__version__", "empty", "from_dlpack",
     "inspect_capsule", "to_dlpack", "ConsumedCapsuleError", "CopyRequiredError", "DeviceUnavailableError",
-    "DLPackError", "InvalidTensorError", "LayoutError", "ProducerError", "ReadOnlyError", "StreamError",
-    "UnsupportedDeviceError", "UnsupportedDTypeError", "VersionError",
+    "DLPackError", "InvalidTensorError", "LayoutError", "NotAnArrayError", "ProducerError", "ReadOnlyError",
+    "StreamError", "UnsupportedDeviceError", "UnsupportedDTypeError", "VersionError",
     "get_cmake_dir", "get_include", "get_pkgconfig_dir",
 ]

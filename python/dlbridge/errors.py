@@ -43,7 +43,7 @@ def _classes_of_the_table() -> dict[str, type[DLPackError]]:
     """One class per coded row of the C++ core's error table (include/dlbridge/error.hpp): its name,
     bases and docstring come from the row, so no code is spelled twice. Codes whose class is a
     built-in (ValueError, MemoryError) have none here."""
-    bases_by_name = {"DLPackError": DLPackError, "ValueError": ValueError}
+    bases_by_name = {"DLPackError": DLPackError, "ValueError": ValueError, "TypeError": TypeError}
     classes = {}
     for code, name, bases, meaning in _core._error_codes():
         if not bases:

@@ -49,6 +49,9 @@ class InvalidTensorError(DLPackError):
 class ProducerError(DLPackError):
     """The producer refused the export for a reason no other code names; its exception is the __cause__."""
 
+class NotAnArrayError(DLPackError, TypeError):
+    """A leaf of a structure that is not an array (also a TypeError: a bad argument)."""
+
 __all__ = [
     "DLPackError",
     "ERROR_CLASSES",
@@ -63,4 +66,5 @@ __all__ = [
     "ConsumedCapsuleError",
     "InvalidTensorError",
     "ProducerError",
+    "NotAnArrayError",
 ]

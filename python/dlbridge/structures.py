@@ -7,7 +7,9 @@ when the call passes ``keep_non_arrays``, or when x was refused as an array and
 ``is_structure(x)`` says it is one. Each leaf is converted by the extension's single-array
 ``_convert_leaf``/``_plan_convert_leaf`` (convert without the hand-off here), so every leaf
 gets the plan a call of its own would get; this module decides nothing about a hand-over. A refusal is re-raised as the same
-class with the leaf's path in front of its message (``x["batch"][2]: ...``).
+class with the leaf's path in front of its message (``x["batch"][2]: ...``); a leaf that is no array
+(unless ``keep_non_arrays``), or a class the walk cannot rebuild, is ``NotAnArrayError`` (a
+``TypeError`` too) naming its path.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import sys
 from typing import Any, Callable
 
 from . import _core, tables
-from .errors import DLPackError
+from .errors import DLPackError, NotAnArrayError
 
 # The root of every path: the parameter's name in convert(x, to).
 ROOT = "x"
@@ -28,7 +30,7 @@ ROOT = "x"
 class _Walk:
     """One call's walk: the single-array function and its keywords."""
 
-    __slots__ = ("one", "to", "keywords", "keep", "jax")
+    __slots__ = ("one", "to", "keywords", "keep", "jax", "call_refusal")
 
     def __init__(self, one: Callable[..., Any], to, keywords: dict, keep: bool) -> None:
         self.one = one
@@ -37,12 +39,16 @@ class _Walk:
         self.keep = keep
         # JAX's registry is asked only where JAX is already imported (never imported here).
         self.jax = sys.modules.get("jax")
+        self.call_refusal: Any = _UNASKED
+
+    def call(self, value):
+        if self.keywords:
+            return self.one(value, self.to, **self.keywords)
+        return self.one(value, self.to)
 
     def leaf(self, value, path: Callable[[], str]):
         try:
-            if self.keywords:
-                return self.one(value, self.to, **self.keywords)
-            return self.one(value, self.to)
+            return self.call(value)
         except Exception as exc:
             return self.refused(value, exc, path)
 
@@ -54,10 +60,27 @@ class _Walk:
         node = self.node(value, path)
         if node is not _NOT_A_NODE:
             return node
+        if self.refuses_the_call(exc):
+            raise _with_path(exc, path())  # about the target or a keyword, not about the value
         if self.keep:
             return _kept(value, self.one)
-        raise _with_path(exc, path(), hint="Pass keep_non_arrays=True to keep leaves that are not arrays "
-                                             "as they are.")
+        if not isinstance(exc, TypeError) or isinstance(exc, DLPackError):
+            raise _with_path(exc, path())
+        # The single-array refusal's text says what was found; the class says why, for every leaf.
+        raise NotAnArrayError(f"{path()}: {exc}",
+                              "Pass keep_non_arrays=True to keep leaves that are not arrays as they are.") from None
+
+    def refuses_the_call(self, exc: Exception) -> bool:
+        """Whether a leaf's refusal is the call's own (a bad target or keyword), which the single-array
+        function raises before it reads the value: an array of one element is refused the same way.
+        Asked once per walk, and only of a value that is not an array."""
+        if self.call_refusal is _UNASKED:
+            try:
+                self.call(_core.empty((1,)))
+                self.call_refusal = None
+            except Exception as probe:
+                self.call_refusal = (type(probe), str(probe))
+        return self.call_refusal == (type(exc), str(exc))
 
     def node(self, value, path: Callable[[], str]):
         """A refused value that is a structure after all (an Arrow table, a JAX node), walked."""
@@ -91,8 +114,10 @@ class _Walk:
                 node = _jax_node(self, x, path)
                 if node is not _NOT_A_NODE:
                     return node
-            raise TypeError(f"{path()}: convert walks dict, list, tuple, named tuple, OrderedDict and defaultdict; "
-                            f"it cannot rebuild a {cls.__module__}.{cls.__qualname__}.")
+            raise NotAnArrayError(f"{path()}: convert walks dict, list, tuple, named tuple, OrderedDict and "
+                                  f"defaultdict; it cannot rebuild a {cls.__module__}.{cls.__qualname__}.",
+                                  "Pass a dict, list or tuple of its items instead (or register the class "
+                                  "with jax.tree_util where JAX is imported).")
         return self.leaf(x, path)
 
     def each(self, values, path_of: Callable[[int], Callable[[], str]]) -> list:
@@ -120,6 +145,7 @@ class _Walk:
 
 _WALKED = frozenset([dict, list, tuple, collections.OrderedDict, collections.defaultdict])
 _NOT_A_NODE = object()
+_UNASKED = object()
 
 
 def _root() -> str:
@@ -157,12 +183,12 @@ def _kept(value, one):
     return None if one is _core._plan_convert_leaf else value
 
 
-def _with_path(exc: Exception, path: str, hint: str = "") -> Exception:
+def _with_path(exc: Exception, path: str) -> Exception:
     """exc's class with the leaf's path in front of its message; its cause kept."""
     if isinstance(exc, DLPackError):
         new: Exception = type(exc)(f"{path}: {exc.message}", exc.hint)
     else:
-        text = f"{path}: {exc}" + (f" {hint}" if hint else "")
+        text = f"{path}: {exc}"
         try:
             new = type(exc)(text)
         except Exception:

@@ -518,10 +518,11 @@ void import_source(PyObject* x, const ConvertRequest& request, Imported& out) {
   }
   const Tensor& t = *out.owned;
   out.facts.writability = t.writability();
-  const auto& storage = t.storage();
+  // The view's flags, not the storage's: a copy an import marks on its view
+  // (a library's second look joining Arrow's chunks) is a copy all the same.
   if (t.lazy_view_resolved())
     out.facts.copied |= copy_for_lazy_view;
-  else if (storage && (storage->flags() & DLBRIDGE_FLAG_IS_COPIED))
+  else if (t.view().flags() & DLBRIDGE_FLAG_IS_COPIED)
     out.facts.copied |= exchange.device ? copy_for_device : copy_by_producer;
 }
 
@@ -785,7 +786,8 @@ PyMethodDef convert_def = {
     "dlbridge.plan_convert(x, to) says what convert would do and why. x may also be a structure: "
     "nested dicts, lists, tuples and named tuples of arrays, an Arrow Table or RecordBatch (a dict of "
     "columns), or a JAX pytree node where JAX is imported; each array is converted as a call of its own, "
-    "and a leaf that is not an array is refused (with its path) unless keep_non_arrays=True."};
+    "and a leaf that is not an array is refused (NotAnArrayError, a TypeError too, naming its path) unless "
+    "keep_non_arrays=True."};
 
 // What plan_convert returns: the plan in words.
 struct PlanSummary {

@@ -39,6 +39,7 @@ constexpr Spelling spellings[] = {
     {ErrorCode::capsule_consumed, "capsule_consumed"},
     {ErrorCode::invalid_tensor, "invalid_tensor"},
     {ErrorCode::producer_refused, "producer_refused"},
+    {ErrorCode::not_an_array, "not_an_array"},
     {ErrorCode::invalid_argument, "invalid_argument"},
     {ErrorCode::out_of_memory, "out_of_memory"},
 };

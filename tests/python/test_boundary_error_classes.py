@@ -1,6 +1,6 @@
-"""Which dlbridge errors are also ValueErrors: those caused by an argument
-value rather than by a tensor that cannot be expressed. Every class stays a
-DLPackError (so a BufferError) with its code."""
+"""Which dlbridge errors are also ValueErrors or TypeErrors: those caused by an
+argument value (or type) rather than by a tensor that cannot be expressed. Every
+class stays a DLPackError (so a BufferError) with its code."""
 
 import numpy as np
 import pytest
@@ -8,6 +8,7 @@ import pytest
 import dlbridge
 
 ALSO_VALUE_ERRORS = {"invalid_stream", "copy_required"}
+ALSO_TYPE_ERRORS = {"not_an_array"}
 
 
 @pytest.mark.parametrize("code, cls", sorted(dlbridge.errors.ERROR_CLASSES.items()))
@@ -15,7 +16,7 @@ def test_error_class_bases_follow_the_documented_rule(code, cls):
     assert issubclass(cls, dlbridge.DLPackError)
     assert issubclass(cls, BufferError)
     assert issubclass(cls, ValueError) is (code in ALSO_VALUE_ERRORS)
-    assert not issubclass(cls, TypeError)
+    assert issubclass(cls, TypeError) is (code in ALSO_TYPE_ERRORS)
 
 
 def test_invalid_stream_is_caught_as_value_error_and_as_buffer_error():

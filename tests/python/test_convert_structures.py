@@ -120,13 +120,36 @@ def test_ordered_and_default_dicts_keep_their_class_and_order():
     assert type(out) is collections.defaultdict and out.default_factory is list
 
 
-def test_a_non_array_leaf_is_refused_with_its_path():
+def test_a_non_array_leaf_is_a_coded_type_error_naming_its_path():
     with pytest.raises(TypeError) as excinfo:
         dlbridge.convert({"batch": {"x": [np.ones(2), np.ones(2), "label"]}}, "numpy")
-    assert str(excinfo.value).startswith("x['batch']['x'][2]: dlbridge.convert cannot read a str")
-    assert "keep_non_arrays=True" in str(excinfo.value)
-    with pytest.raises(TypeError, match=r"^x\[1\]: "):
+    err = excinfo.value
+    assert type(err) is dlbridge.NotAnArrayError and err.code == "not_an_array"
+    assert isinstance(err, dlbridge.DLPackError)
+    assert err.message.startswith("x['batch']['x'][2]: dlbridge.convert cannot read a str")
+    assert "keep_non_arrays=True" in err.hint and str(err).endswith(err.hint)
+    assert err.__cause__ is None and err.__suppress_context__
+    with pytest.raises(dlbridge.NotAnArrayError, match=r"^x\[1\]: "):
         dlbridge.plan_convert([np.ones(2), None], "numpy")
+
+
+def test_a_single_value_that_is_not_an_array_keeps_the_plain_type_error():
+    # Not a structure: the single-array refusal of from_dlpack, uncoded, as before.
+    with pytest.raises(TypeError, match="cannot read a int") as excinfo:
+        dlbridge.convert(3, "numpy")
+    assert not isinstance(excinfo.value, dlbridge.DLPackError)
+
+
+@pytest.mark.parametrize("keep", [False, True])
+@pytest.mark.parametrize("keywords", [{"device": object()}, {"copy": "yes"}], ids=["device", "copy"])
+def test_a_bad_keyword_met_at_a_non_array_leaf_is_the_keyword_s_refusal(keywords, keep):
+    with pytest.raises(TypeError) as single:
+        dlbridge.convert(np.ones(2), "numpy", **keywords)
+    # Neither called not_an_array nor, under keep_non_arrays, silently kept.
+    with pytest.raises(TypeError) as excinfo:
+        dlbridge.convert({"n": 3}, "numpy", keep_non_arrays=keep, **keywords)
+    assert type(excinfo.value) is type(single.value)
+    assert str(excinfo.value) == f"x['n']: {single.value}"
 
 
 def test_keep_non_arrays_keeps_them_as_they_are_and_plans_none_for_them():
@@ -156,8 +179,9 @@ def test_a_class_the_walker_cannot_rebuild_is_refused_by_name():
 
     if "jax" in sys.modules:
         pytest.skip("JAX is imported: a list subclass is JAX's leaf, refused as an array")
-    with pytest.raises(TypeError, match="cannot rebuild a .*Batch"):
+    with pytest.raises(TypeError, match="cannot rebuild a .*Batch") as excinfo:
         dlbridge.convert(Batch([np.ones(2)]), "numpy")
+    assert type(excinfo.value) is dlbridge.NotAnArrayError and excinfo.value.hint
 
 
 def test_an_unknown_target_is_refused_before_any_leaf():

@@ -19,6 +19,10 @@ from dlbridge._core import _testing
 from conftest import check_error
 
 
+class _Batch(list):
+    """A list subclass: no structure convert can rebuild."""
+
+
 class _Refusing:
     """A producer whose __dlpack__ refuses with an exception of its own."""
 
@@ -81,6 +85,10 @@ CASES = [
     ("producer_refused/refusing",
      lambda: dlbridge.from_dlpack(_Refusing()),
      dlbridge.ProducerError, "producer_refused", r"as it asks"),
+    ("not_an_array/leaf", lambda: dlbridge.convert({"x": np.ones(2), "epoch": 7}, "numpy"),
+     dlbridge.NotAnArrayError, "not_an_array", r"keep_non_arrays=True"),
+    ("not_an_array/rebuild", lambda: dlbridge.plan_convert([_Batch([np.ones(2)])], "numpy"),
+     dlbridge.NotAnArrayError, "not_an_array", r"dict, list or tuple"),
 ]
 
 

@@ -80,6 +80,10 @@ def _list_array():
     return pa.array([[1, 2], [3, 4]])
 
 
+class _Batch(list):
+    """A list subclass: no structure convert can rebuild."""
+
+
 TRIGGERS = {
     "unsupported_device_type#number": lambda: dlbridge.to_dlpack(np.arange(3.0), dl_device=(99, 0)),
     "unsupported_device_type#name": lambda: dlbridge.to_dlpack(np.arange(3.0), dl_device=(7, 0)),
@@ -96,6 +100,8 @@ TRIGGERS = {
     "invalid_tensor#null": lambda: dlbridge.from_dlpack(_testing.make_capsule(null_data=True)),
     "invalid_tensor#fp4": lambda: dlbridge.from_dlpack(_testing.make_capsule(dtype=(17, 8, 1))),
     "producer_refused": lambda: dlbridge.from_dlpack(_list_array()),
+    "not_an_array#leaf": lambda: dlbridge.convert({"x": np.ones(2), "epoch": 7}, "numpy"),
+    "not_an_array#rebuild": lambda: dlbridge.convert((_Batch(),), "numpy"),
 }
 
 
