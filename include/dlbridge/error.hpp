@@ -9,6 +9,10 @@
 #include <string_view>
 #include <utility>
 
+#if defined(__GLIBCXX__)
+#include <cxxabi.h>  // abi::__forced_unwind
+#endif
+
 namespace dlbridge {
 
 // The one table of error codes. Every layer reads it: the ErrorCode enum and
@@ -132,6 +136,12 @@ template <typename Result, typename OnError, typename Body>
 Result error_boundary(Result failed, OnError&& on_error, Body&& body) noexcept {
   try {
     return body();
+#if defined(__GLIBCXX__)
+  } catch (::abi::__forced_unwind&) {
+    // A thread's exit (pthread_exit, cancellation), not an error: a handler
+    // must let it go on (std::current_exception() is empty for it).
+    throw;
+#endif
   } catch (...) {
     on_error(std::current_exception());
     return failed;
