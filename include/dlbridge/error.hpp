@@ -138,9 +138,10 @@ Result error_boundary(Result failed, OnError&& on_error, Body&& body) noexcept {
     return body();
 #if defined(__GLIBCXX__)
   } catch (::abi::__forced_unwind&) {
-    // A thread's exit (pthread_exit, cancellation), not an error: a handler
-    // must let it go on (std::current_exception() is empty for it).
-    throw;
+    // A thread's exit (pthread_exit, cancellation) is no error to report
+    // (std::current_exception() is empty for it), and may not end in a
+    // handler; nor can it go on through this frame to a C caller.
+    std::terminate();
 #endif
   } catch (...) {
     on_error(std::current_exception());
