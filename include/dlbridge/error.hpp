@@ -9,6 +9,10 @@
 #include <string_view>
 #include <utility>
 
+#if defined(__GLIBCXX__)
+#include <cxxabi.h>  // abi::__forced_unwind
+#endif
+
 namespace dlbridge {
 
 // The one table of error codes. Every layer reads it: the ErrorCode enum and
@@ -134,6 +138,13 @@ template <typename Result, typename OnError, typename Body>
 Result error_boundary(Result failed, OnError&& on_error, Body&& body) noexcept {
   try {
     return body();
+#if defined(__GLIBCXX__)
+  } catch (::abi::__forced_unwind&) {
+    // A thread's exit (pthread_exit, cancellation) is no error to report
+    // (std::current_exception() is empty for it), and may not end in a
+    // handler; nor can it go on through this frame to a C caller.
+    std::terminate();
+#endif
   } catch (...) {
     on_error(std::current_exception());
     return failed;

@@ -2,6 +2,12 @@
 // docs/errors.md; a rename here would silently break every caller that
 // matches on the string, so the spellings are pinned one by one.
 #include <gtest/gtest.h>
+#include <pthread.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
 
 #include <dlbridge/error.hpp>
 
@@ -147,6 +153,26 @@ TEST(ErrorBoundary, PassesTheResultOrHandsOverTheException) {
   EXPECT_EQ(dlbridge::detail::error_boundary(-1, note, []() -> int { throw 3; }), -1);
   EXPECT_EQ(seen, "other");
 }
+
+#if defined(__GLIBCXX__) && defined(__linux__)
+// A thread's exit is no error: the boundary never hands its empty
+// exception_ptr to on_error (rethrowing that was undefined: a segfault), and
+// since it cannot pass a noexcept frame either, the process ends by
+// std::terminate, as for any exception that must not cross.
+TEST(ErrorBoundaryDeathTest, AThreadExitInsideTheBodyIsNotReportedAsAnError) {
+  auto exits_inside = [] {
+    std::thread([] {
+      auto report = [](std::exception_ptr error) noexcept {
+        if (!error) std::fputs("an empty exception_ptr was reported\n", stderr);
+        std::_Exit(3);
+      };
+      (void)dlbridge::detail::error_boundary(-1, report, []() -> int { pthread_exit(nullptr); });
+    }).join();
+    std::_Exit(0);
+  };
+  EXPECT_EXIT(exits_inside(), testing::KilledBySignal(SIGABRT), "");
+}
+#endif
 
 TEST(ErrorObject, CopiesKeepEverything) {
   const Error original(ErrorCode::copy_required, "m", "h");
