@@ -14,7 +14,7 @@
 // (os.write retaking the GIL, or the eval loop handing it over between two
 // bytecodes): calling_python parks the thread there too, before the unwind
 // reaches nanobind's catch (...) or a noexcept caller. Every other call into
-// Python is covered by the module's own personality routine (gil.cpp), which
+// Python is covered by the module's own personality routine (exit_unwind.cpp), which
 // parks the thread at the first frame of the module that the unwind reaches,
 // before that frame's destructors drop Python references without the GIL.
 #pragma once
