@@ -419,11 +419,9 @@ PyObject* alias_scope_var = nullptr;
 
 bool alias_scope_on() {
   if (alias_scope_var == nullptr) return false;
-  PyObject* value = nullptr;
-  if (PyContextVar_Get(alias_scope_var, Py_False, &value) < 0) throw nb::python_error();
-  const bool on = value == Py_True;
-  Py_XDECREF(value);
-  return on;
+  nb::object value = nb::steal(py::context_var_get(alias_scope_var, Py_False));
+  if (!value.is_valid()) throw nb::python_error();
+  return value.ptr() == Py_True;
 }
 
 bool is_instance_of_any(PyObject* x, const std::vector<nb::object>& types) {
@@ -723,7 +721,7 @@ PyObject* convert_call(PyObject* x, PyObject* to, const ConvertRequest& request,
 std::optional<bool> alias_from_python(PyObject* value) {
   if (!PyBool_Check(value))
     throw nb::type_error(("alias_readonly must be True, False or None, got " +
-                          std::string(Py_TYPE(value)->tp_name) + ".")
+                          py::type_name_of(value) + ".")
                              .c_str());
   return value == Py_True;
 }
@@ -910,7 +908,7 @@ void bind_convert(nb::module_& m) {
   add_function(m, &plan_convert_def);
   add_function(m, &convert_leaf_def);
   add_function(m, &plan_convert_leaf_def);
-  alias_scope_var = PyContextVar_New("dlbridge.alias_readonly", Py_False);
+  alias_scope_var = py::context_var_new("dlbridge.alias_readonly", Py_False);
   if (alias_scope_var == nullptr) throw nb::python_error();
   m.attr("_alias_readonly_scope") = nb::borrow(alias_scope_var);
   m.def("_install_convert",
