@@ -11,6 +11,7 @@
 #include <nanobind/stl/string.h>
 
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -53,10 +54,10 @@ struct HandOver {
 struct LearntTarget {
   nb::object name;          // what the user passed (a str for cached entries)
   nb::object table_entry;   // TARGETS[name] when learnt (NULL if none): checked per call
-  // TARGETS's version when table_entry was last found there (3.10/3.11; 0
-  // elsewhere): while it stands, the entry is still the one. Under
-  // targets_mutex, as are stamps and found_importer.
-  mutable uint64_t table_version = 0;
+  // targets_generation when table_entry was last found there: while it
+  // stands, the entry is still the one. Under targets_mutex, as are stamps
+  // and found_importer.
+  mutable uint64_t table_generation = 0;
   bool to_dlbridge = false;
   ConvertTarget plan_target;
   HandOver hand;
@@ -89,6 +90,11 @@ using TargetRef = std::shared_ptr<const LearntTarget>;
 // convert._target_of (learn_target).
 Installed installed_targets;
 Installed installed_target_of;
+
+// Bumped by every change of the installed table (libraries.TargetTable calls
+// _targets_changed), so a learnt target rereads its entry only after one.
+// Starts above 0, the generation no learnt target has checked.
+std::atomic<uint64_t> targets_generation{1};
 
 // Learnt str targets, kept for the process (one per name ever used). Held
 // by shared_ptr: a call keeps its entry alive even if a re-entrant call
@@ -383,7 +389,7 @@ TargetRef find_target(PyObject* to) {
   TargetRef found = known_target(to);
   if (PyErr_Occurred()) throw nb::python_error();
   PyObject* targets = installed_targets.get();
-  const uint64_t version = py::dict_version(targets);
+  const uint64_t generation = targets_generation.load(std::memory_order_acquire);
   if (found && direct_module_arrived(*found)) {
     forget(found.get());
     found.reset();
@@ -391,11 +397,11 @@ TargetRef find_target(PyObject* to) {
   if (found) {
     {
       StateLock lock(targets_mutex);
-      if (version != 0 && version == found->table_version) return found;
+      if (generation == found->table_generation) return found;
     }
     if (dict_item(targets, to) == found->table_entry.ptr()) {
       StateLock lock(targets_mutex);
-      found->table_version = version;
+      found->table_generation = generation;
       return found;
     }
     forget(found.get());
@@ -921,6 +927,8 @@ void bind_convert(nb::module_& m) {
           learnt.swap(known_targets());
         },
         nb::arg("targets"), nb::arg("target_of"), "Set convert's target table (dlbridge.convert does, once).");
+  m.def("_targets_changed", []() { targets_generation.fetch_add(1, std::memory_order_acq_rel); },
+        "Say that convert's target table changed (libraries.TargetTable does, on every change).");
 }
 
 }  // namespace dlbridge::python

@@ -116,7 +116,9 @@ inline const char* utf8(PyObject* text) noexcept { return PyUnicode_AsUTF8AndSiz
 // visible part of it (bench/bench_convert.py).
 inline PyObject* call_one_arg(PyObject* callable, PyObject* arg) noexcept {
 #ifdef Py_LIMITED_API
-  return PyObject_CallFunctionObjArgs(callable, arg, nullptr);
+  // The limited API has the vector call from 3.12 on (the abi3 floor): no
+  // variadic argument list to count and copy first.
+  return PyObject_Vectorcall(callable, &arg, 1, nullptr);
 #else
   if (!PyCFunction_CheckExact(callable)) return PyObject_CallOneArg(callable, arg);
   const int convention = PyCFunction_GET_FLAGS(callable) &
