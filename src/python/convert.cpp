@@ -384,13 +384,15 @@ bool direct_module_arrived(const LearntTarget& t) {
   return false;
 }
 
-// The learnt entry for a str target, learnt now if new or stale.
-TargetRef find_target(PyObject* to) {
+// The learnt entry for a str target, learnt now if new or stale. A module
+// of Target.direct_from that arrived matters only for x of another
+// library's class: a dlbridge.Tensor is never one of direct_types.
+TargetRef find_target(PyObject* x, PyObject* to) {
   TargetRef found = known_target(to);
   if (PyErr_Occurred()) throw nb::python_error();
   PyObject* targets = installed_targets.get();
   const uint64_t generation = targets_generation.load(std::memory_order_acquire);
-  if (found && direct_module_arrived(*found)) {
+  if (found && Py_TYPE(x) != tensor_type() && direct_module_arrived(*found)) {
     forget(found.get());
     found.reset();
   }
@@ -707,7 +709,7 @@ PyObject* carry_out_decision(PyObject* x, const LearntTarget& t, const ConvertRe
 template <typename Finish>
 PyObject* convert_call(PyObject* x, PyObject* to, const ConvertRequest& request, Finish&& finish) {
   if (installed_targets.get() == nullptr) throw nb::type_error("convert: dlbridge.convert is not set up.");
-  TargetRef target = PyUnicode_CheckExact(to) ? find_target(to) : learn_target(to);
+  TargetRef target = PyUnicode_CheckExact(to) ? find_target(x, to) : learn_target(to);
   nb::object importer;
   if (!target->to_dlbridge) {
     importer = nb::steal(current_importer(*target));
