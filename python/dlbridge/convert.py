@@ -104,6 +104,7 @@ def alias_readonly(enabled: bool = True) -> Iterator[None]:
 convert = _core.convert
 plan_convert = _core.plan_convert
 _core._install_convert(TARGETS, _target_of)
+TARGETS.changed = _core._targets_changed
 
 # Structures of arrays (dicts, lists, tuples, Arrow tables, JAX nodes): the extension hands them to
 # the walker, which converts each leaf through convert itself.

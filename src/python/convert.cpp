@@ -11,6 +11,7 @@
 #include <nanobind/stl/string.h>
 
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -53,10 +54,10 @@ struct HandOver {
 struct LearntTarget {
   nb::object name;          // what the user passed (a str for cached entries)
   nb::object table_entry;   // TARGETS[name] when learnt (NULL if none): checked per call
-  // TARGETS's version when table_entry was last found there (3.10/3.11; 0
-  // elsewhere): while it stands, the entry is still the one. Under
-  // targets_mutex, as are stamps and found_importer.
-  mutable uint64_t table_version = 0;
+  // targets_generation when table_entry was last found there: while it
+  // stands, the entry is still the one. Under targets_mutex, as are stamps
+  // and found_importer.
+  mutable uint64_t table_generation = 0;
   bool to_dlbridge = false;
   ConvertTarget plan_target;
   HandOver hand;
@@ -89,6 +90,11 @@ using TargetRef = std::shared_ptr<const LearntTarget>;
 // convert._target_of (learn_target).
 Installed installed_targets;
 Installed installed_target_of;
+
+// Bumped by every change of the installed table (libraries.TargetTable calls
+// _targets_changed), so a learnt target rereads its entry only after one.
+// Starts above 0, the generation no learnt target has checked.
+std::atomic<uint64_t> targets_generation{1};
 
 // Learnt str targets, kept for the process (one per name ever used). Held
 // by shared_ptr: a call keeps its entry alive even if a re-entrant call
@@ -378,24 +384,26 @@ bool direct_module_arrived(const LearntTarget& t) {
   return false;
 }
 
-// The learnt entry for a str target, learnt now if new or stale.
-TargetRef find_target(PyObject* to) {
+// The learnt entry for a str target, learnt now if new or stale. A module
+// of Target.direct_from that arrived matters only for x of another
+// library's class: a dlbridge.Tensor is never one of direct_types.
+TargetRef find_target(PyObject* x, PyObject* to) {
   TargetRef found = known_target(to);
   if (PyErr_Occurred()) throw nb::python_error();
   PyObject* targets = installed_targets.get();
-  const uint64_t version = py::dict_version(targets);
-  if (found && direct_module_arrived(*found)) {
+  const uint64_t generation = targets_generation.load(std::memory_order_acquire);
+  if (found && Py_TYPE(x) != tensor_type() && direct_module_arrived(*found)) {
     forget(found.get());
     found.reset();
   }
   if (found) {
     {
       StateLock lock(targets_mutex);
-      if (version != 0 && version == found->table_version) return found;
+      if (generation == found->table_generation) return found;
     }
     if (dict_item(targets, to) == found->table_entry.ptr()) {
       StateLock lock(targets_mutex);
-      found->table_version = version;
+      found->table_generation = generation;
       return found;
     }
     forget(found.get());
@@ -419,11 +427,9 @@ PyObject* alias_scope_var = nullptr;
 
 bool alias_scope_on() {
   if (alias_scope_var == nullptr) return false;
-  PyObject* value = nullptr;
-  if (PyContextVar_Get(alias_scope_var, Py_False, &value) < 0) throw nb::python_error();
-  const bool on = value == Py_True;
-  Py_XDECREF(value);
-  return on;
+  nb::object value = nb::steal(py::context_var_get(alias_scope_var, Py_False));
+  if (!value.is_valid()) throw nb::python_error();
+  return value.ptr() == Py_True;
 }
 
 bool is_instance_of_any(PyObject* x, const std::vector<nb::object>& types) {
@@ -704,7 +710,7 @@ PyObject* carry_out_decision(PyObject* x, const LearntTarget& t, const ConvertRe
 template <typename Finish>
 PyObject* convert_call(PyObject* x, PyObject* to, const ConvertRequest& request, Finish&& finish) {
   if (installed_targets.get() == nullptr) throw nb::type_error("convert: dlbridge.convert is not set up.");
-  TargetRef target = PyUnicode_CheckExact(to) ? find_target(to) : learn_target(to);
+  TargetRef target = PyUnicode_CheckExact(to) ? find_target(x, to) : learn_target(to);
   nb::object importer;
   if (!target->to_dlbridge) {
     importer = nb::steal(current_importer(*target));
@@ -724,7 +730,7 @@ PyObject* convert_call(PyObject* x, PyObject* to, const ConvertRequest& request,
 std::optional<bool> alias_from_python(PyObject* value) {
   if (!PyBool_Check(value))
     throw nb::type_error(("alias_readonly must be True, False or None, got " +
-                          std::string(Py_TYPE(value)->tp_name) + ".")
+                          py::type_name_of(value) + ".")
                              .c_str());
   return value == Py_True;
 }
@@ -912,7 +918,7 @@ void bind_convert(nb::module_& m) {
   add_function(m, &plan_convert_def);
   add_function(m, &convert_leaf_def);
   add_function(m, &plan_convert_leaf_def);
-  alias_scope_var = PyContextVar_New("dlbridge.alias_readonly", Py_False);
+  alias_scope_var = py::context_var_new("dlbridge.alias_readonly", Py_False);
   if (alias_scope_var == nullptr) throw nb::python_error();
   m.attr("_alias_readonly_scope") = nb::borrow(alias_scope_var);
   m.def("_install_convert",
@@ -925,6 +931,8 @@ void bind_convert(nb::module_& m) {
           learnt.swap(known_targets());
         },
         nb::arg("targets"), nb::arg("target_of"), "Set convert's target table (dlbridge.convert does, once).");
+  m.def("_targets_changed", []() { targets_generation.fetch_add(1, std::memory_order_acq_rel); },
+        "Say that convert's target table changed (libraries.TargetTable does, on every change).");
 }
 
 }  // namespace dlbridge::python

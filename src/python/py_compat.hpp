@@ -116,7 +116,9 @@ inline const char* utf8(PyObject* text) noexcept { return PyUnicode_AsUTF8AndSiz
 // visible part of it (bench/bench_convert.py).
 inline PyObject* call_one_arg(PyObject* callable, PyObject* arg) noexcept {
 #ifdef Py_LIMITED_API
-  return PyObject_CallFunctionObjArgs(callable, arg, nullptr);
+  // The limited API has the vector call from 3.12 on (the abi3 floor): no
+  // variadic argument list to count and copy first.
+  return PyObject_Vectorcall(callable, &arg, 1, nullptr);
 #else
   if (!PyCFunction_CheckExact(callable)) return PyObject_CallOneArg(callable, arg);
   const int convention = PyCFunction_GET_FLAGS(callable) &
@@ -247,6 +249,59 @@ inline PyObject* pickle_buffer(PyObject* exporter) noexcept {
   return buffer;
 #else
   return PyPickleBuffer_FromObject(exporter);
+#endif
+}
+
+// The name of x's type as tp_name has it ("numpy.bool", "int"). The limited
+// API has no tp_name: a static type's __module__ and __name__ are its two
+// parts, builtins unnamed as tp_name leaves them.
+inline std::string type_name_of(PyObject* x) {
+#ifdef Py_LIMITED_API
+  PyObject* type = reinterpret_cast<PyObject*>(Py_TYPE(x));
+  nanobind::object name = nanobind::steal(PyType_GetName(Py_TYPE(x)));
+  nanobind::object module = nanobind::steal(PyObject_GetAttrString(type, "__module__"));
+  if (!name.is_valid() || !module.is_valid() || !PyUnicode_Check(module.ptr())) {
+    PyErr_Clear();
+    return name.is_valid() ? utf8(name.ptr()) : "<unknown type>";
+  }
+  const std::string prefix = utf8(module.ptr());
+  return prefix == "builtins" ? std::string(utf8(name.ptr())) : prefix + "." + utf8(name.ptr());
+#else
+  return Py_TYPE(x)->tp_name;
+#endif
+}
+
+// A new contextvars.ContextVar(name, default=default_value); NULL with an
+// exception set on failure.
+inline PyObject* context_var_new(const char* name, PyObject* default_value) noexcept {
+#ifdef Py_LIMITED_API
+  PyObject* module = PyImport_ImportModule("contextvars");
+  if (module == nullptr) return nullptr;
+  PyObject* type = PyObject_GetAttrString(module, "ContextVar");
+  Py_DECREF(module);
+  if (type == nullptr) return nullptr;
+  PyObject* out = nullptr;
+  PyObject* args[] = {PyUnicode_FromString(name), default_value};
+  PyObject* kwnames = Py_BuildValue("(s)", "default");
+  if (args[0] != nullptr && kwnames != nullptr) out = PyObject_Vectorcall(type, args, 1, kwnames);
+  Py_XDECREF(args[0]);
+  Py_XDECREF(kwnames);
+  Py_DECREF(type);
+  return out;
+#else
+  return PyContextVar_New(name, default_value);
+#endif
+}
+
+// The context variable's value in the current context, or default_value
+// where it has none: a new reference, or NULL with an exception set.
+inline PyObject* context_var_get(PyObject* var, PyObject* default_value) noexcept {
+#ifdef Py_LIMITED_API
+  static PyObject* const get = PyUnicode_InternFromString("get");
+  return PyObject_CallMethodObjArgs(var, get, default_value, nullptr);
+#else
+  PyObject* value = nullptr;
+  return PyContextVar_Get(var, default_value, &value) < 0 ? nullptr : value;
 #endif
 }
 

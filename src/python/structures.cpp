@@ -2,6 +2,7 @@
 #include "structures.hpp"
 
 #include "entry_points.hpp"
+#include "py_compat.hpp"
 #include "state_lock.hpp"
 
 namespace dlbridge::python {
@@ -19,9 +20,9 @@ PyObject* walker_of(Walker walker) noexcept {
 
 bool names_keep_non_arrays(PyObject* kwnames) noexcept {
   static PyObject* const keep = interned("keep_non_arrays");
-  const Py_ssize_t count = PyTuple_GET_SIZE(kwnames);
+  const Py_ssize_t count = py::tuple_size(kwnames);
   for (Py_ssize_t i = 0; i < count; ++i) {
-    PyObject* name = PyTuple_GET_ITEM(kwnames, i);
+    PyObject* name = py::tuple_item(kwnames, i);
     if (name == keep) return true;
     if (PyUnicode_Check(name) && PyUnicode_Compare(name, keep) == 0) return true;
   }
@@ -49,7 +50,7 @@ PyObject* walk_after_refusal(Walker walker, PyObject* const* args, Py_ssize_t na
     return nullptr;
   PyObject *type, *value, *traceback;
   PyErr_Fetch(&type, &value, &traceback);
-  PyObject* answer = PyObject_CallOneArg(is_structure, args[0]);
+  PyObject* answer = py::call_one_arg(is_structure, args[0]);
   const int yes = answer == nullptr ? -1 : PyObject_IsTrue(answer);
   Py_XDECREF(answer);
   if (yes == 1) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "bindings.hpp"
+#include "py_compat.hpp"
 
 namespace dlbridge::python {
 
@@ -205,8 +206,8 @@ namespace {
 // numpy.bool_ is NumPy's bool (what `a[i] > 0` and `np.all` return), so it is taken as one;
 // its type is named "numpy.bool" from NumPy 2 on and "numpy.bool_" before.
 bool is_numpy_bool(nb::handle value) {
-  const char* name = Py_TYPE(value.ptr())->tp_name;
-  return std::strcmp(name, "numpy.bool") == 0 || std::strcmp(name, "numpy.bool_") == 0;
+  const std::string name = py::type_name_of(value.ptr());
+  return name == "numpy.bool" || name == "numpy.bool_";
 }
 
 }  // namespace

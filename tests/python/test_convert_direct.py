@@ -195,6 +195,8 @@ def test_a_target_learnt_before_jax_was_imported_takes_it_directly_once_it_is():
         dlbridge.convert(np.arange(3.0), "numpy")  # learns the numpy target without JAX
         assert "jax" not in sys.modules
         import jax.numpy as jnp
+        # A dlbridge.Tensor is never a direct class: converting one first must not hide the arrival.
+        dlbridge.convert(dlbridge.from_dlpack(np.arange(3.0)), "numpy")
         calls = []
         original = np.from_dlpack
         np.from_dlpack = lambda x, *a, **k: calls.append(type(x)) or original(x, *a, **k)

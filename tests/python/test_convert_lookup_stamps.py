@@ -1,7 +1,8 @@
-"""convert remembers the import function it found for a target while no dict
-it read to find it has changed (convert.TARGETS, sys.modules, the module's
-dict; src/python/convert.cpp, on the builds that can read dict
-versions). Each change after a remembered call must be seen on the next one."""
+"""convert remembers the import function it found for a target while nothing
+it read to find it has changed: convert.TARGETS (which says when it changes,
+libraries.TargetTable), and sys.modules and the module's dict (on the builds
+that can read dict versions; src/python/convert.cpp). Each change after a
+remembered call must be seen on the next one."""
 
 import sys
 import types
@@ -64,6 +65,60 @@ def test_a_replaced_target_entry_is_read_again(stamplib, monkeypatch):
     monkeypatch.setitem(TARGETS, NAME, Target(
         NAME, "other_import", read_only="ignored", strides="any", devices=frozenset({1}), dtypes=None))
     assert dlbridge.convert(np.arange(3.0), NAME)[0] == "other"
+
+
+def _other_entry():
+    return Target(NAME, "other_import", read_only="ignored", strides="any", devices=frozenset({1}), dtypes=None)
+
+
+def _replace_by_update():
+    TARGETS.update({NAME: _other_entry()})
+
+
+def _replace_by_or():
+    table = TARGETS
+    table |= {NAME: _other_entry()}
+
+
+def _replace_by_delete_and_setdefault():
+    del TARGETS[NAME]
+    TARGETS.setdefault(NAME, _other_entry())
+
+
+def _replace_by_pop_and_setitem():
+    TARGETS.pop(NAME)
+    TARGETS[NAME] = _other_entry()
+
+
+def _replace_by_popitem_and_update():
+    saved = dict(TARGETS)
+    while TARGETS:
+        TARGETS.popitem()
+    saved[NAME] = _other_entry()
+    TARGETS.update(saved)
+
+
+def _replace_by_clear_and_update():
+    saved = dict(TARGETS)
+    TARGETS.clear()
+    saved[NAME] = _other_entry()
+    TARGETS.update(**saved)
+
+
+@pytest.mark.parametrize("replace", [
+    _replace_by_update, _replace_by_or, _replace_by_delete_and_setdefault, _replace_by_pop_and_setitem,
+    _replace_by_popitem_and_update, _replace_by_clear_and_update])
+def test_a_target_entry_replaced_by_any_dict_method_is_read_again(stamplib, replace):
+    # convert rereads an entry only when the table says it changed (libraries.TargetTable).
+    stamplib.other_import = lambda x: ("other", x)
+    saved = dict(TARGETS)
+    try:
+        replace()
+        assert dlbridge.convert(np.arange(3.0), NAME)[0] == "other"
+    finally:
+        TARGETS.clear()
+        TARGETS.update(saved)
+    assert dlbridge.convert(np.arange(3.0), NAME)[0] == "first"
 
 
 def test_an_unrelated_module_import_keeps_the_target_right(stamplib):

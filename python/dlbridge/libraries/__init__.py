@@ -46,9 +46,61 @@ def _discover() -> dict[str, ModuleType]:
     return {m.NAME: m for m in found}
 
 
+class TargetTable(dict):
+    """A dict that tells convert when it changes (``changed``, set by ``dlbridge.convert``):
+    convert rereads a learnt target's entry only after a change, not on every call."""
+
+    __slots__ = ("changed",)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.changed = lambda: None
+
+    def __setitem__(self, key, value):
+        super().__setitem__(key, value)
+        self.changed()
+
+    def __delitem__(self, key):
+        super().__delitem__(key)
+        self.changed()
+
+    def __ior__(self, other):
+        super().__ior__(other)
+        self.changed()
+        return self
+
+    def pop(self, *args):
+        try:
+            return super().pop(*args)
+        finally:
+            self.changed()
+
+    def popitem(self):
+        try:
+            return super().popitem()
+        finally:
+            self.changed()
+
+    def setdefault(self, key, default=None):
+        try:
+            return super().setdefault(key, default)
+        finally:
+            self.changed()
+
+    def update(self, *args, **kwargs):
+        try:
+            super().update(*args, **kwargs)
+        finally:
+            self.changed()
+
+    def clear(self):
+        super().clear()
+        self.changed()
+
+
 LIBRARIES: dict[str, ModuleType] = _discover()
 # convert's table: the name users pass -> what that library's importer accepts.
-TARGETS: dict[str, Target] = {name: m.TARGET for name, m in LIBRARIES.items()}
+TARGETS: TargetTable = TargetTable({name: m.TARGET for name, m in LIBRARIES.items()})
 
 
 def fact(name: str, attribute: str, default=None):

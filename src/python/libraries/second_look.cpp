@@ -9,6 +9,7 @@
 
 #include <string>
 
+#include "../py_compat.hpp"
 #include "../state_lock.hpp"
 #include "libraries.hpp"
 
@@ -61,11 +62,11 @@ Tensor after_failure(nb::handle x, const ExchangeRequest& request) {
   nb::object copy = request.copy ? nb::object(nb::bool_(*request.copy)) : nb::object(nb::none());
   nb::object out = keep_look(x, refusal, device, copy);
   // (tensor, copied): a copy made there says so, as every copy an import makes does.
-  if (!PyTuple_Check(out.ptr()) || PyTuple_GET_SIZE(out.ptr()) != 2)
+  if (!PyTuple_Check(out.ptr()) || py::tuple_size(out.ptr()) != 2)
     throw nb::type_error("A library's second look returned no (dlbridge.Tensor, copied) pair.");
-  const Tensor* t = as_tensor(nb::handle(PyTuple_GET_ITEM(out.ptr(), 0)));
+  const Tensor* t = as_tensor(nb::handle(py::tuple_item(out.ptr(), 0)));
   if (t == nullptr) throw nb::type_error("A library's second look returned no dlbridge.Tensor.");
-  if (PyTuple_GET_ITEM(out.ptr(), 1) != Py_True) return *t;
+  if (py::tuple_item(out.ptr(), 1) != Py_True) return *t;
   return t->with_view(t->view().with_flags(t->view().flags() | DLBRIDGE_FLAG_IS_COPIED));
 }
 
