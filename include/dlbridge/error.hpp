@@ -9,10 +9,6 @@
 #include <string_view>
 #include <utility>
 
-#if defined(__GLIBCXX__)
-#include <cxxabi.h>  // abi::__forced_unwind
-#endif
-
 namespace dlbridge {
 
 // The one table of error codes. Every layer reads it: the ErrorCode enum and
@@ -138,15 +134,14 @@ template <typename Result, typename OnError, typename Body>
 Result error_boundary(Result failed, OnError&& on_error, Body&& body) noexcept {
   try {
     return body();
-#if defined(__GLIBCXX__)
-  } catch (::abi::__forced_unwind&) {
-    // A thread's exit (pthread_exit, cancellation) is no error to report
-    // (std::current_exception() is empty for it), and may not end in a
-    // handler; nor can it go on through this frame to a C caller.
-    std::terminate();
-#endif
   } catch (...) {
-    on_error(std::current_exception());
+    std::exception_ptr error = std::current_exception();
+    // A thread's exit (pthread_exit, cancellation) unwinds with no exception
+    // object: it is no error to report, may not end in a handler, and cannot
+    // go on through this frame to a C caller. (Caught by type, as
+    // abi::__forced_unwind, UBSan reports binding the missing object.)
+    if (!error) std::terminate();
+    on_error(std::move(error));
     return failed;
   }
 }
